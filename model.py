@@ -118,18 +118,28 @@ def linear(x, W, b):
     return [[fsum(map(mul, row, col)) + bias for col, bias in zip(W_cols, b)] for row in x]
 
 
-def linear_backward(d_y, x, W):
+def linear_backward(d_y, x, W, where=None):
     """Gradients of y = x · W + b: returns (d_x, d_W, d_b).
 
     d_x = d_y · Wᵀ, d_W = xᵀ · d_y (a sum over positions), d_b = the column sums of d_y.
+    With where (a matrix shaped like d_x), d_x is computed only where where > 0 and is 0.0
+    elsewhere: that is the backward of a relu whose output was `where`.
 
     >>> linear_backward([[1.0, 2.0]], [[3.0]], [[4.0, 5.0]])
     ([[14.0]], [[3.0, 6.0]], [1.0, 2.0])
+    >>> linear_backward([[1.0, 2.0]], [[3.0, 0.0]], [[4.0, 5.0], [6.0, 7.0]], where=[[3.0, 0.0]])[0]
+    [[14.0, 0.0]]
     """
     d_y_cols = transpose(d_y)
-    d_x = matmul(d_y, W)                          # (T, n): W's rows are the columns of Wᵀ
     d_W = matmul(transpose(x), d_y_cols)          # (n, m)
     d_b = [fsum(col) for col in d_y_cols]         # (m)
+    if where is None:
+        d_x = matmul(d_y, W)                      # (T, n): W's rows are the columns of Wᵀ
+    else:
+        # Speed: an entry the relu zeroes is never computed.
+        d_x = [[fsum(map(mul, row, w_row)) if keep > 0.0 else 0.0
+                for keep, w_row in zip(keep_row, W)]
+               for row, keep_row in zip(d_y, where)]
     return d_x, d_W, d_b
 
 
@@ -427,7 +437,8 @@ def loss_and_dlogits(logits, targets):
         e = [exp(z - top) for z in row]
         total = fsum(e)
         losses.append(top + math.log(total) - row[target])   # -log softmax(row)[target]
-        d_row = [z / total / T for z in e]               # softmax / T
+        scale = total * T
+        d_row = [z / scale for z in e]                   # softmax / T
         d_row[target] -= 1.0 / T                          # minus one-hot / T
         d_logits.append(d_row)
     return fsum(losses) / T, d_logits                    # d_logits: (T, V)
@@ -451,9 +462,8 @@ def backward(p, cache, d_logits):
     d_hf, g["W_out"], g["b_out"] = linear_backward(d_logits, cache["hf"], p["W_out"])
     d_x2, g["lnf_g"], g["lnf_b"] = layernorm_backward(d_hf, p["lnf_g"], cache["lnf"])
     # 3. x2 = x1 + m, m = relu(h2 · W1 + b1) · W2 + b2, h2 = LN2(x1)
-    d_act, g["W2"], g["b2"] = linear_backward(d_x2, cache["act"], p["W2"])
-    d_pre = [[dv if a > 0.0 else 0.0 for dv, a in zip(dr, ar)]    # relu passes gradient only
-             for dr, ar in zip(d_act, cache["act"])]               # where its input was > 0
+    # relu passes the gradient only where its input was > 0, that is where act > 0
+    d_pre, g["W2"], g["b2"] = linear_backward(d_x2, cache["act"], p["W2"], where=cache["act"])
     d_h2, g["W1"], g["b1"] = linear_backward(d_pre, cache["h2"], p["W1"])
     d_x1_mlp, g["ln2_g"], g["ln2_b"] = layernorm_backward(d_h2, p["ln2_g"], cache["ln2"])
     d_x1 = add(d_x2, d_x1_mlp)             # skip path: straight through, plus through the MLP
@@ -473,7 +483,7 @@ def backward(p, cache, d_logits):
         positions.setdefault(i, []).append(d_x0[t])
     d_tok_emb = zeros(vocab, len(p["tok_emb"][0]))
     for i, rows in positions.items():
-        d_tok_emb[i] = column_sums(rows)
+        d_tok_emb[i] = column_sums(rows) if len(rows) > 1 else rows[0]
     g["tok_emb"] = d_tok_emb
     return {name: g[name] for name in p}
 
