@@ -108,6 +108,28 @@ def column_sums(m):
     return [fsum(col) for col in zip(*m)]
 
 
+def matmul_skipping_zeros(a, b):
+    """The product a · b, given b by its rows, leaving out the terms where a's entry is 0.0.
+
+    A zero term adds nothing to a sum, so the result is the same; the relu makes about half
+    of the MLP's hidden values 0.0, and this skips their products.
+
+    >>> matmul_skipping_zeros([[0.0, 2.0], [0.0, 0.0]], [[5.0, 6.0], [7.0, 8.0]])
+    [[14.0, 16.0], [0.0, 0.0]]
+    """
+    width = len(b[0])
+    out = []
+    for row in a:
+        kept = [k for k, v in enumerate(row) if v != 0.0]
+        if not kept:
+            out.append([0.0] * width)
+            continue
+        values = [row[k] for k in kept]
+        b_cols = zip(*[b[k] for k in kept])          # the columns of b's kept rows
+        out.append([fsum(map(mul, values, col)) for col in b_cols])
+    return out
+
+
 def linear(x, W, b):
     """x · W + b for every row of x: (T, n) · (n, m) + (m) -> (T, m).
 
@@ -118,29 +140,33 @@ def linear(x, W, b):
     return [[fsum(map(mul, row, col)) + bias for col, bias in zip(W_cols, b)] for row in x]
 
 
-def linear_backward(d_y, x, W, where=None):
+def linear_backward(d_y, x, W):
     """Gradients of y = x · W + b: returns (d_x, d_W, d_b).
 
     d_x = d_y · Wᵀ, d_W = xᵀ · d_y (a sum over positions), d_b = the column sums of d_y.
-    With where (a matrix shaped like d_x), d_x is computed only where where > 0 and is 0.0
-    elsewhere: that is the backward of a relu whose output was `where`.
 
     >>> linear_backward([[1.0, 2.0]], [[3.0]], [[4.0, 5.0]])
     ([[14.0]], [[3.0, 6.0]], [1.0, 2.0])
-    >>> linear_backward([[1.0, 2.0]], [[3.0, 0.0]], [[4.0, 5.0], [6.0, 7.0]], where=[[3.0, 0.0]])[0]
-    [[14.0, 0.0]]
     """
     d_y_cols = transpose(d_y)
+    d_x = matmul(d_y, W)                          # (T, n): W's rows are the columns of Wᵀ
     d_W = matmul(transpose(x), d_y_cols)          # (n, m)
     d_b = [fsum(col) for col in d_y_cols]         # (m)
-    if where is None:
-        d_x = matmul(d_y, W)                      # (T, n): W's rows are the columns of Wᵀ
-    else:
-        # Speed: an entry the relu zeroes is never computed.
-        d_x = [[fsum(map(mul, row, w_row)) if keep > 0.0 else 0.0
-                for keep, w_row in zip(keep_row, W)]
-               for row, keep_row in zip(d_y, where)]
     return d_x, d_W, d_b
+
+
+def masked_matmul(a, b_cols, where):
+    """Like matmul(a, b_cols), but only the entries where `where` is > 0; the others are 0.0.
+
+    This is the backward of a relu fused with the product before it: the gradient passes
+    only where the relu's output was > 0, and the entries it would zero are never computed.
+
+    >>> masked_matmul([[1.0, 2.0]], [[3.0, 4.0], [5.0, 6.0]], where=[[0.5, 0.0]])
+    [[11.0, 0.0]]
+    """
+    return [[fsum(map(mul, row, col)) if keep > 0.0 else 0.0
+             for keep, col in zip(keep_row, b_cols)]
+            for row, keep_row in zip(a, where)]
 
 
 def causal_mix_backward(a, b):
@@ -402,7 +428,8 @@ def forward(p, ids, use_positions=True):
     h2, ln2 = layernorm_forward(x1, p["ln2_g"], p["ln2_b"])       # (T, d)
     pre = linear(h2, p["W1"], p["b1"])                             # (T, H)
     act = [[z if z > 0.0 else 0.0 for z in row] for row in pre]    # (T, H): relu
-    m = linear(act, p["W2"], p["b2"])                              # (T, d)
+    m = [[v + bias for v, bias in zip(row, p["b2"])]             # (T, d): act · W2 + b2
+         for row in matmul_skipping_zeros(act, p["W2"])]
     x2 = add(x1, m)                                                # (T, d)
     # 4. output scores
     hf, lnf = layernorm_forward(x2, p["lnf_g"], p["lnf_b"])       # (T, d)
@@ -462,9 +489,15 @@ def backward(p, cache, d_logits):
     d_hf, g["W_out"], g["b_out"] = linear_backward(d_logits, cache["hf"], p["W_out"])
     d_x2, g["lnf_g"], g["lnf_b"] = layernorm_backward(d_hf, p["lnf_g"], cache["lnf"])
     # 3. x2 = x1 + m, m = relu(h2 · W1 + b1) · W2 + b2, h2 = LN2(x1)
-    # relu passes the gradient only where its input was > 0, that is where act > 0
-    d_pre, g["W2"], g["b2"] = linear_backward(d_x2, cache["act"], p["W2"], where=cache["act"])
-    d_h2, g["W1"], g["b1"] = linear_backward(d_pre, cache["h2"], p["W1"])
+    act = cache["act"]
+    g["W2"] = matmul_skipping_zeros(transpose(act), d_x2)         # (H, d): actᵀ · d_x2
+    g["b2"] = column_sums(d_x2)                                    # (d)
+    # relu: the gradient passes only where its input was > 0, that is where act > 0
+    d_pre = masked_matmul(d_x2, p["W2"], where=act)                # (T, H): d_x2 · W2ᵀ, masked
+    d_W1 = matmul_skipping_zeros(transpose(d_pre), cache["h2"])   # (H, d): d_preᵀ · h2
+    g["W1"] = [list(col) for col in zip(*d_W1)]                    # (d, H): h2ᵀ · d_pre
+    g["b1"] = column_sums(d_pre)                                   # (H)
+    d_h2 = matmul_skipping_zeros(d_pre, transpose(p["W1"]))        # (T, d): d_pre · W1ᵀ
     d_x1_mlp, g["ln2_g"], g["ln2_b"] = layernorm_backward(d_h2, p["ln2_g"], cache["ln2"])
     d_x1 = add(d_x2, d_x1_mlp)             # skip path: straight through, plus through the MLP
     # 2. x1 = x0 + a, a = Attention(h1), h1 = LN1(x0)
