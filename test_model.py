@@ -6,7 +6,8 @@ Run (from this folder, with nothing to install):
 The classes: the recorded trace; gradients against finite differences; layer norm; causality
 and positions; bad input; planted bugs that the checks must catch; the command lines; the
 tokenizer; and an optional comparison with PyTorch, skipped where PyTorch is not installed.
-The >>> examples in model.py's and bpe.py's docstrings run too (load_tests, at the end).
+The >>> examples in the docstrings of model.py, bpe.py and trace_block.py run too (load_tests,
+at the end).
 """
 import contextlib
 import doctest
@@ -68,9 +69,13 @@ def tiny_params():
     return build(tokenizer(), TINY)          # fresh each time: some tests change it
 
 
+REAL_TRACE = trace_block.trace      # kept: some tests patch trace_block.trace with fresh_trace
+
+
 @functools.lru_cache(maxsize=None)
 def fresh_trace():
-    return trace_block.trace()
+    """The trace, computed once for all the tests."""
+    return REAL_TRACE()
 
 
 def ball_example():
@@ -140,8 +145,9 @@ def flat(x):
 
 def run_script(*args):
     """Run one of the lab's scripts with this Python; returns the CompletedProcess."""
-    return subprocess.run([sys.executable, *args], cwd=HERE, capture_output=True, text=True,
-                          timeout=120)
+    env = dict(os.environ, PYTHONIOENCODING="utf-8")     # the pictures are not ASCII
+    return subprocess.run([sys.executable, *args], cwd=HERE, env=env, capture_output=True,
+                          encoding="utf-8", timeout=120)
 
 
 ################ The recorded trace
@@ -564,6 +570,164 @@ class PlantedBugTests(unittest.TestCase):
 
         with mock.patch.object(model, "backward", backward):
             self.assert_gradient_check_fails()
+
+
+################ Pictures and the command line
+
+BLOCKS = set("▏▎▍▌▋▊▉█")    # anything a bar is drawn with
+
+
+class ShowTests(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        buffer = io.StringIO()
+        trace_block.show(buffer)
+        cls.text = buffer.getvalue()
+        lines = cls.text.splitlines()
+        split = next(n for n, line in enumerate(lines) if line.startswith("Attention weights"))
+        # Rows of each picture are the lines drawn between │ rules.
+        cls.gap_rows = [line for line in lines[:split] if "│" in line]
+        cls.grid_rows = [line for line in lines[split:] if "│" in line]
+        tok = trace_block.load_tokenizer()
+        p = trace_block.build(tok, trace_block.SERIES)
+        cls.T = len(tok.encode(trace_block.ORDER_A))
+        cls.gaps = {False: trace_block.exact_gaps(p, tok, False),
+                    True: trace_block.exact_gaps(p, tok, True)}
+
+    def bars(self, row):
+        """The two bars of a gap row: without positions, with positions."""
+        _, without, with_ = row.split("│")
+        return without[:trace_block.BAR_CELLS], with_[:trace_block.BAR_CELLS]
+
+    def test_every_line_fits_in_80_columns(self):
+        for n, line in enumerate(self.text.splitlines()):
+            with self.subTest(line=n):
+                self.assertLessEqual(len(line), 80, line)
+
+    def test_gap_picture_has_one_row_per_position(self):
+        self.assertEqual(len(self.gap_rows), self.T)
+
+    def test_zero_gap_without_positions_draws_an_empty_bar(self):
+        without, with_ = self.bars(self.gap_rows[-1])
+        self.assertEqual(self.gaps[False][-1], 0.0)
+        self.assertEqual(without.strip(), "", "the exact 0.0 must draw no block at all")
+        self.assertIn(" 0.0 ", self.gap_rows[-1].split("│")[1])
+        self.assertTrue(BLOCKS & set(with_), "with positions the last gap is small, not zero")
+
+    def test_a_bar_is_drawn_exactly_where_the_gap_is_not_zero(self):
+        for t, row in enumerate(self.gap_rows):
+            for use_positions, drawn in zip((False, True), self.bars(row)):
+                with self.subTest(position=t, use_positions=use_positions):
+                    self.assertEqual(bool(BLOCKS & set(drawn)), self.gaps[use_positions][t] > 0,
+                                     f"gap {self.gaps[use_positions][t]!r}, bar {drawn!r}")
+
+    def test_positions_2_to_7_draw_a_bar_in_both_columns(self):
+        for t in range(2, self.T - 1):
+            for use_positions, drawn in zip((False, True), self.bars(self.gap_rows[t])):
+                with self.subTest(position=t, use_positions=use_positions):
+                    self.assertTrue(BLOCKS & set(drawn))
+
+    def test_a_tiny_gap_still_draws_a_sliver(self):
+        self.assertEqual(trace_block.bar(1e-12, 1.0, 10), "▏" + " " * 9)
+        self.assertEqual(trace_block.bar(0.0, 1.0, 10), " " * 10)
+
+    def test_grid_has_one_row_per_position(self):
+        self.assertEqual(len(self.grid_rows), self.T)
+
+    def test_grid_draws_nothing_above_the_diagonal(self):
+        for i, row in enumerate(self.grid_rows):
+            cells = row.split("│")[1]
+            self.assertEqual(len(cells), 2 * self.T, row)
+            for j in range(self.T):
+                cell = cells[2 * j:2 * j + 2]
+                with self.subTest(row=i, column=j):
+                    if j > i:
+                        self.assertEqual(cell, " " + trace_block.MASKED)
+                    else:       # at init every weight is near 1/(i+1) >= 1/9, so a shade shows
+                        self.assertIn(cell[0], "░▒▓█")
+                        self.assertEqual(cell[0], cell[1])
+
+    def test_each_grid_row_says_it_sums_to_1(self):
+        for i, row in enumerate(self.grid_rows):
+            with self.subTest(row=i):
+                self.assertEqual(row.split("│")[2].split()[0], "1.0000")
+
+    def test_show_flag_prints_the_same_pictures(self):
+        done = run_script("trace_block.py", "--show")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout, self.text)
+
+
+class CommandLineTests(unittest.TestCase):
+    """trace_block.py's command line: help, refusals, and a --check that says what moved."""
+
+    def test_help_explains_every_flag_with_examples(self):
+        done = run_script("trace_block.py", "--help")
+        self.assertEqual(done.returncode, 0)
+        for flag in ("--write", "--check", "--show", "--time"):
+            self.assertIn(flag, done.stdout)
+            self.assertIn(f"python3 trace_block.py {flag}", done.stdout)
+
+    def test_an_unknown_flag_is_refused_with_exit_code_2(self):
+        for flag in ("--chek", "--writ", "check"):
+            with self.subTest(flag=flag):
+                done = run_script("trace_block.py", flag)
+                self.assertEqual(done.returncode, 2)
+                self.assertIn("unrecognized arguments", done.stderr)
+
+    def test_check_passes_on_the_recorded_trace(self):
+        with mock.patch.object(trace_block, "trace", fresh_trace):
+            ok, message = trace_block.check()
+        self.assertTrue(ok, message)
+
+    def test_check_on_a_stale_trace_names_the_figure_and_the_fix(self):
+        stale = json.loads(trace_block.to_json(fresh_trace()))
+        stale["initial_loss"] = 4.0
+        stale["order_test"]["gaps_by_position_without_positions"][8] = 0.5
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "block-trace.json"
+            path.write_text(trace_block.to_json(stale), encoding="utf-8")
+            with mock.patch.object(trace_block, "trace", fresh_trace):
+                ok, message = trace_block.check(path)
+        self.assertFalse(ok)
+        self.assertIn(f"initial_loss: 4.0 -> {fresh_trace()['initial_loss']}", message)
+        self.assertIn("order_test.gaps_by_position_without_positions", message)
+        self.assertTrue(message.endswith("Run: python3 trace_block.py --write"), message)
+
+    def test_check_on_a_missing_trace_says_so_without_a_traceback(self):
+        with tempfile.TemporaryDirectory() as folder:
+            with mock.patch.object(trace_block, "trace", fresh_trace):
+                ok, message = trace_block.check(Path(folder) / "block-trace.json")
+        self.assertFalse(ok)
+        self.assertIn("block-trace.json is missing", message)
+        self.assertIn("python3 trace_block.py --write", message)
+
+    def test_check_on_a_file_that_is_not_json_says_so(self):
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "block-trace.json"
+            path.write_text("{ not json", encoding="utf-8")
+            with mock.patch.object(trace_block, "trace", fresh_trace):
+                ok, message = trace_block.check(path)
+        self.assertFalse(ok)
+        self.assertIn("not valid JSON", message)
+
+    def test_no_flag_prints_the_trace(self):
+        out = io.StringIO()
+        with mock.patch.object(trace_block, "trace", fresh_trace), \
+                contextlib.redirect_stdout(out):
+            self.assertEqual(trace_block.main([]), 0)
+        self.assertEqual(out.getvalue(), trace_block.to_json(fresh_trace()))
+
+    def test_time_prints_milliseconds_and_tokens_per_second(self):
+        out = io.StringIO()
+        fast = functools.partial(trace_block.time_steps, lengths=(4, 8), repeats=1)
+        with mock.patch.object(trace_block, "time_steps", fast), contextlib.redirect_stdout(out):
+            self.assertEqual(trace_block.main(["--time"]), 0)
+        lines = out.getvalue().splitlines()
+        self.assertIn("ms/step", lines[1])
+        self.assertIn("tokens/s", lines[1])
+        self.assertEqual([line.split()[0] for line in lines[2:]], ["4", "8"])
 
 
 ################ The tokenizer
@@ -1051,9 +1215,10 @@ class TorchOracleTests(unittest.TestCase):
 
 
 def load_tests(loader, tests, pattern):
-    """Run the >>> examples in model.py's and bpe.py's docstrings along with the tests."""
+    """Run the >>> examples in the docstrings of model.py, bpe.py and trace_block.py too."""
     tests.addTests(doctest.DocTestSuite(model))
     tests.addTests(doctest.DocTestSuite(bpe))
+    tests.addTests(doctest.DocTestSuite(trace_block))
     return tests
 
 

@@ -17,6 +17,7 @@ import argparse
 import json
 import math
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -119,17 +120,22 @@ def order_logits(p, tok, use_positions):
     return model.forward(p, a, use_positions)[0], model.forward(p, b, use_positions)[0]
 
 
+def exact_gaps(p, tok, use_positions):
+    """Per position, the largest absolute score difference between the two order sentences,
+    not rounded, so that 0.0 means bit-identical scores."""
+    la, lb = order_logits(p, tok, use_positions)
+    return [max(abs(u - v) for u, v in zip(ra, rb)) for ra, rb in zip(la, lb)]
+
+
 def position_gaps(p, tok, use_positions):
     """Per position, the largest absolute score difference between the two order sentences,
     rounded to 4 places."""
-    la, lb = order_logits(p, tok, use_positions)
-    return [round(max(abs(u - v) for u, v in zip(ra, rb)), 4) for ra, rb in zip(la, lb)]
+    return [round(gap, 4) for gap in exact_gaps(p, tok, use_positions)]
 
 
 def last_logits_gap(p, tok, use_positions):
     """The largest absolute score difference at the last position, not rounded."""
-    la, lb = order_logits(p, tok, use_positions)
-    return max(abs(u - v) for u, v in zip(la[-1], lb[-1]))
+    return exact_gaps(p, tok, use_positions)[-1]
 
 
 ################ The trace
@@ -252,25 +258,164 @@ def time_steps(lengths=(8, 16, 32, 64), repeats=5):
     return rows
 
 
+################ Pictures (python3 trace_block.py --show)
+
+WIDTH = 80                  # every line of the pictures fits in this many columns
+BAR_CELLS = 15              # the longest bar is this many characters
+EIGHTHS = "▏▎▍▌▋▊▉"         # 1/8 .. 7/8 of a character; a whole one is █
+# Shades for attention weights, each step down about half the weight. No cut point sits on a
+# uniform share 1/n (0.6 falls between 1 and 1/2, 0.3 between 1/3 and 1/4, 0.15 between 1/6 and
+# 1/7, 0.075 between 1/13 and 1/14), so a nearly uniform row gets one shade all along.
+SHADES = ((0.6, "█"), (0.3, "▓"), (0.15, "▒"), (0.075, "░"), (0.0, " "))
+MASKED = "·"                # drawn where the causal mask hides column j > i
+
+
+def visible(token):
+    """A token in double quotes with escapes, so that its leading space shows.
+
+    >>> visible(" mia"), visible(".")
+    ('" mia"', '"."')
+    """
+    return json.dumps(token, ensure_ascii=False)
+
+
+def bar(value, top, cells=BAR_CELLS):
+    """A bar of value / top * cells characters, in eighths, padded with spaces to cells.
+
+    Exactly 0.0 draws nothing at all; anything above 0 draws at least one eighth (▏).
+    >>> bar(1.0, 1.0, 4), bar(0.5, 1.0, 4), bar(0.001, 1.0, 4), bar(0.0, 1.0, 4)
+    ('████', '██  ', '▏   ', '    ')
+    """
+    eighths = round(value / top * cells * 8) if top > 0 else 0   # a half eighth rounds to even
+    if value > 0 and eighths == 0:
+        eighths = 1                 # subtle: a tiny gap still shows, so it never looks like 0.0
+    whole, part = divmod(eighths, 8)
+    return ("█" * whole + (EIGHTHS[part - 1] if part else "")).ljust(cells)
+
+
+def figure(value):
+    """A number to 4 significant places, with 0 written as 0.0.
+
+    >>> figure(0.0), figure(0.19961656), figure(0.00309596)
+    ('0.0', '0.1996', '0.003096')
+    """
+    return "0.0" if value == 0 else f"{value:.4g}"
+
+
+def shade(weight):
+    """The shade block for an attention weight between 0 and 1 (see SHADES).
+
+    >>> shade(1.0), shade(0.5), shade(0.25), shade(0.111), shade(0.01)
+    ('█', '▓', '▒', '░', ' ')
+    """
+    return next(block for cut, block in SHADES if weight >= cut)
+
+
+def caption(text):
+    """The sentence under a picture, wrapped to the page width."""
+    return textwrap.fill(text, WIDTH, initial_indent="Notice: ", subsequent_indent="  ")
+
+
+def show_gaps(p, tok, out):
+    """Picture 1: a bar per position of the score gap, without and with position embeddings."""
+    tokens_a, tokens_b = tok.tokens(ORDER_A), tok.tokens(ORDER_B)
+    without, with_ = exact_gaps(p, tok, False), exact_gaps(p, tok, True)
+    top = max(without + with_)                          # both columns share one scale
+    w = max(len(visible(t)) for t in tokens_a + tokens_b)
+    lead = 5 + 2 * w + 3                                # "pos  " + token a + " / " + token b
+    print("The position experiment: the largest score gap between the two sentences", file=out)
+    print(f'  a = {visible(ORDER_A)}   b = {visible(ORDER_B)}', file=out)
+    print(f"  full bar = the largest gap, {figure(top)}; ▏ = 1/8 character; "
+          f"exactly 0.0 = no bar", file=out)
+    print(f"{'pos  token a / token b':{lead}}  {'without positions':{BAR_CELLS + 11}}"
+          f"with positions", file=out)
+    for t, (a, b, g0, g1) in enumerate(zip(tokens_a, tokens_b, without, with_)):
+        print(f"{t:>3}  {visible(a):<{w}} / {visible(b):<{w}}"
+              f"  │{bar(g0, top)} {figure(g0):<9}│{bar(g1, top)} {figure(g1)}", file=out)
+    print(caption(
+        f"without positions the last position's gap is exactly 0.0: both sentences hold the "
+        f"same tokens and every sum is correctly rounded (math.fsum), so their order is "
+        f"invisible there; positions 2 to {len(tokens_a) - 2} differ because they have seen "
+        f"different prefixes (0 and 1 saw the same {visible(tokens_a[0])}, "
+        f"{visible(tokens_a[1])}); with positions the last one differs too, by a small "
+        f"{figure(with_[-1])} that still draws a sliver."), file=out)
+
+
+def show_attention(p, tok, out):
+    """Picture 2: the attention weights of ORDER_A as a shaded T×T grid, tokens on the axes."""
+    tokens = tok.tokens(ORDER_A)
+    _, cache = model.forward(p, tok.encode(ORDER_A), use_positions=True)
+    weights = cache["att"]["weights"]                   # (T, T), zeros above the diagonal
+    T = len(tokens)
+    w = max(len(visible(t)) for t in tokens)
+    lead = 5 + w                                        # "  i  " + token
+    print(f"Attention weights of a = {visible(ORDER_A)}, at initialization", file=out)
+    print("  row i is the position that looks, column j the one it looks at (row j's token)",
+          file=out)
+    scale = ", ".join(f"{block * 2} ≥ {cut}" for cut, block in SHADES[:-1])
+    print(f"  shades: {scale}, blank below; {MASKED} = masked", file=out)
+    print(f"{'':{lead}} " + "".join(f"{j:>2}" for j in range(T))
+          + "    sum  1/(i+1)     min     max", file=out)
+    for i, (token, row) in enumerate(zip(tokens, weights)):
+        cells = "".join(shade(x) * 2 if j <= i else " " + MASKED for j, x in enumerate(row))
+        seen = row[:i + 1]
+        print(f"{i:>3}  {visible(token):<{w}}│{cells}│ {math.fsum(row):.4f}  {1 / (i + 1):.4f}"
+              f"  {min(seen):.4f}  {max(seen):.4f}", file=out)
+    print(caption(
+        f"row i has weights only up to column i (the causal mask, {MASKED}) and each row sums "
+        f"to 1; at initialization the weights are nearly uniform over what each position can "
+        f"see, about 1/(i+1) each (compare min and max), so the shade fades as the rows grow "
+        f"longer."), file=out)
+
+
+def show(out=None):
+    """Print the pictures: the position experiment, then the attention weights of one sentence."""
+    out = sys.stdout if out is None else out
+    tok = load_tokenizer()
+    p = build(tok, SERIES)
+    show_gaps(p, tok, out)
+    print(file=out)
+    show_attention(p, tok, out)
+
+
 ################ Command line
 
+def can_print(text):
+    """Whether standard output's encoding can write text."""
+    try:
+        text.encode(sys.stdout.encoding or "ascii")
+        return True
+    except (UnicodeEncodeError, LookupError):
+        return False
+
+
+
 def main(argv=None):
+    """Run the command line; return the exit code."""
     parser = argparse.ArgumentParser(
         description="Run the one-block transformer on real text and print, write or check "
-                    "its recorded trace, block-trace.json.",
-        epilog="Examples: python3 trace_block.py   |   python3 trace_block.py --check")
+                    "its recorded trace, block-trace.json. With no flag: print the trace.",
+        epilog="examples:\n"
+               "  python3 trace_block.py            # print the trace (JSON)\n"
+               "  python3 trace_block.py --check    # is block-trace.json up to date?\n"
+               "  python3 trace_block.py --write    # record the trace after a deliberate change\n"
+               "  python3 trace_block.py --show     # the position experiment, as pictures\n"
+               "  python3 trace_block.py --time     # how long one training step takes",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False)
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--write", action="store_true",
-                        help="recompute the trace and rewrite block-trace.json "
-                             "(e.g. after you change model.py on purpose)")
+                        help="recompute the trace and rewrite block-trace.json, e.g. after you "
+                             "change model.py on purpose")
     action.add_argument("--check", action="store_true",
-                        help="exit 1 if block-trace.json differs from a fresh trace, naming "
-                             "each figure that moved, old -> new")
+                        help="exit 1 if block-trace.json differs from a fresh trace, naming each "
+                             "figure that moved (old -> new) and the command that rewrites it")
     action.add_argument("--show", action="store_true",
-                        help="draw the position experiment and the attention weights in the "
-                             "terminal")
+                        help="draw the position experiment (a bar per position) and the "
+                             "attention weights (a shaded grid) in the terminal")
     action.add_argument("--time", action="store_true",
-                        help="time one training step at T = 8, 16, 32, 64 tokens")
+                        help="time one training step (forward, loss, backward) at T = 8, 16, 32 "
+                             "and 64 tokens: milliseconds per step and tokens per second")
     args = parser.parse_args(argv)
     if args.write:
         TRACE_FILE.write_text(to_json(trace()), encoding="utf-8")
@@ -285,15 +430,12 @@ def main(argv=None):
         for T, ms in time_steps():
             print(f"{T:>4} {ms:9.1f} {T / ms * 1e3:9.0f}")
     elif args.show:
+        if not can_print("█░·│"):
+            sys.stdout.reconfigure(encoding="utf-8")   # e.g. a Windows console on a code page
         show()
     else:
         print(to_json(trace()), end="")
     return 0
-
-
-def show():
-    """Pictures in the terminal (filled in by the learner-experience work)."""
-    raise NotImplementedError
 
 
 if __name__ == "__main__":
