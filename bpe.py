@@ -89,6 +89,8 @@ def best_pair(counts):
     >>> best_pair({(4, 0): 2, (0, 1): 2, (1, 3): 1})
     (0, 1)
     """
+    if not counts:
+        raise ValueError("no pair to merge: the counts are empty (every chunk is one token)")
     # Tie rule: among pairs with the same count, the smallest (left id, right id)
     # wins, so the result never depends on the order the counts were filled in.
     return min(counts, key=lambda pair: (-counts[pair], pair))
@@ -102,6 +104,9 @@ def merge(ids, pair, new_id):
     >>> merge([0, 0, 0], (0, 0), 4)  # "aaa": the first two merge, the last one is left over
     [4, 0]
     """
+    # A list [1, 2] never equals the tuple (ids[i], ids[i + 1]): it would merge nothing.
+    if not isinstance(pair, tuple) or len(pair) != 2:
+        raise TypeError(f"pair must be a tuple of two token ids, such as (1, 2), not {pair!r}")
     out, i = [], 0
     while i < len(ids):
         if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
@@ -170,6 +175,9 @@ class Tokenizer:
 
     def __init__(self, vocab, merges, pattern=PATTERN):
         """Build from vocab (token strings, index = id) and merges; refuse them if they disagree."""
+        for name, value in (("vocab", vocab), ("merges", merges)):
+            if not isinstance(value, (list, tuple)):
+                raise TypeError(f"{name} must be a list, not {type(value).__name__}")
         if not isinstance(pattern, str):
             raise TypeError(f"pattern must be a str, not {type(pattern).__name__}")
         try:

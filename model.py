@@ -52,7 +52,11 @@ def shape(x):
     if not isinstance(x, (list, tuple)):
         raise TypeError(f"shape() takes a list or a list of lists, not {type(x).__name__}")
     if not x or not isinstance(x[0], (list, tuple)):
+        if any(isinstance(v, (list, tuple)) for v in x):
+            raise ValueError("shape() needs a vector of numbers or a list of rows, not a mix")
         return (len(x),)
+    if x[0] and isinstance(x[0][0], (list, tuple)):
+        raise ValueError("shape() takes a vector or a matrix, not lists nested three deep")
     widths = {len(row) if isinstance(row, (list, tuple)) else None for row in x}
     if len(widths) != 1:
         raise ValueError("shape() needs rows of one length; these rows are ragged")
@@ -65,6 +69,8 @@ def zeros(rows, cols):
     >>> zeros(2, 3)
     [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
     """
+    if rows < 0 or cols < 0:
+        raise ValueError(f"zeros() needs sizes of at least 0, not {rows} × {cols}")
     return [[0.0] * cols for _ in range(rows)]
 
 
@@ -74,6 +80,9 @@ def transpose(m):
     >>> transpose([[1, 2, 3], [4, 5, 6]])
     [(1, 4), (2, 5), (3, 6)]
     """
+    widths = {len(row) for row in m}
+    if len(widths) > 1:                    # zip() would stop at the shortest row
+        raise ValueError(f"transpose() needs rows of one length, not {sorted(widths)}")
     return list(zip(*m))
 
 
@@ -86,6 +95,11 @@ def matmul(a, b_cols):
     >>> matmul([[1.0, 2.0], [3.0, 4.0]], transpose([[5.0, 6.0], [7.0, 8.0]]))
     [[19.0, 22.0], [43.0, 50.0]]
     """
+    # map() would stop at the shorter of row and col, so a mismatch must be refused here. The
+    # last row is the longest: a causal a (row i holding i + 1 entries) ends with a full row.
+    if a and b_cols and len(a[-1]) != len(b_cols[0]):
+        raise ValueError(f"matmul: the rows of a have {len(a[-1])} entries but the columns of b "
+                         f"have {len(b_cols[0])}; pass b by its columns, transpose(b)")
     # Speed: fsum(map(mul, ...)) written out, not through a dot() helper, saves a call per entry.
     return [[fsum(map(mul, row, col)) for col in b_cols] for row in a]
 
@@ -96,6 +110,8 @@ def add(a, b):
     >>> add([[1.0, 2.0]], [[0.5, 0.25]])
     [[1.5, 2.25]]
     """
+    if len(a) != len(b) or (a and len(a[0]) != len(b[0])):
+        raise ValueError(f"add() needs two matrices of one shape, not {shape(a)} and {shape(b)}")
     return [[x + y for x, y in zip(ra, rb)] for ra, rb in zip(a, b)]
 
 
@@ -105,6 +121,9 @@ def column_sums(m):
     >>> column_sums([[0.1, 1.0], [0.2, 2.0], [0.3, 3.0]])
     [0.6, 6.0]
     """
+    widths = {len(row) for row in m}
+    if len(widths) > 1:                    # zip() would stop at the shortest row
+        raise ValueError(f"column_sums() needs rows of one length, not {sorted(widths)}")
     return [fsum(col) for col in zip(*m)]
 
 
@@ -117,6 +136,9 @@ def matmul_skipping_zeros(a, b):
     >>> matmul_skipping_zeros([[0.0, 2.0], [0.0, 0.0]], [[5.0, 6.0], [7.0, 8.0]])
     [[14.0, 16.0], [0.0, 0.0]]
     """
+    if not b or (a and len(a[0]) != len(b)):   # b[k] would fail, or rows past k be left out
+        raise ValueError(f"matmul_skipping_zeros: the rows of a have {len(a[0]) if a else 0} "
+                         f"entries but b has {len(b)} rows")
     width = len(b[0])
     out = []
     for row in a:
@@ -136,6 +158,9 @@ def linear(x, W, b):
     >>> linear([[1.0, 2.0]], [[1.0, 0.0], [0.0, 1.0]], [0.5, -0.5])
     [[1.5, 1.5]]
     """
+    if not W or len(b) != len(W[0]) or (x and len(x[0]) != len(W)):
+        raise ValueError(f"linear needs x (T, n), W (n, m) and b (m), not x {shape(x)}, "
+                         f"W {shape(W)} and b ({len(b)},)")
     W_cols = transpose(W)
     return [[fsum(map(mul, row, col)) + bias for col, bias in zip(W_cols, b)] for row in x]
 
@@ -148,6 +173,9 @@ def linear_backward(d_y, x, W):
     >>> linear_backward([[1.0, 2.0]], [[3.0]], [[4.0, 5.0]])
     ([[14.0]], [[3.0, 6.0]], [1.0, 2.0])
     """
+    if not W or len(d_y) != len(x) or (d_y and (len(d_y[0]) != len(W[0]) or len(x[0]) != len(W))):
+        raise ValueError(f"linear_backward needs d_y (T, m), x (T, n) and W (n, m), not "
+                         f"d_y {shape(d_y)}, x {shape(x)} and W {shape(W)}")
     d_y_cols = transpose(d_y)
     d_x = matmul(d_y, W)                          # (T, n): W's rows are the columns of Wᵀ
     d_W = matmul(transpose(x), d_y_cols)          # (n, m)
@@ -164,6 +192,10 @@ def masked_matmul(a, b_cols, where):
     >>> masked_matmul([[1.0, 2.0]], [[3.0, 4.0], [5.0, 6.0]], where=[[0.5, 0.0]])
     [[11.0, 0.0]]
     """
+    if a and (len(where) != len(a) or len(where[0]) != len(b_cols)
+              or len(a[0]) != len(b_cols[0])):          # zip() and map() would cut them short
+        raise ValueError(f"masked_matmul needs a (T, n), b_cols (m, n) and where (T, m), not "
+                         f"a {shape(a)}, b_cols {shape(b_cols)} and where {shape(where)}")
     return [[fsum(map(mul, row, col)) if keep > 0.0 else 0.0
              for keep, col in zip(keep_row, b_cols)]
             for row, keep_row in zip(a, where)]
@@ -180,6 +212,12 @@ def causal_mix_backward(a, b):
     [[210.0], [300.0]]
     """
     T = len(a)
+    if len(b) != T:
+        raise ValueError(f"causal_mix_backward: a has {T} rows but b has {len(b)}")
+    for i, row in enumerate(a):
+        if len(row) <= i:
+            raise ValueError(f"causal_mix_backward: row {i} of a must hold a[{i}][0..{i}], "
+                             f"but it has {len(row)} entries")
     b_cols = transpose(b)
     out = []
     for j in range(T):
@@ -201,6 +239,8 @@ def layernorm_forward(x, g, b):
     [-1.0, 1.0]
     """
     d = len(g)
+    if d == 0:
+        raise ValueError("layer norm needs a gain and a bias of at least one entry, not 0")
     if len(b) != d:
         raise ValueError(f"layer norm gain has {d} entries but bias has {len(b)}")
     out, xhat, std = [], [], []
@@ -226,8 +266,14 @@ def layernorm_backward(dy, g, cache):
         d_x = (d_xhat - mean(d_xhat) - xhat * mean(d_xhat * xhat)) / std
                term 1   term 2          term 3
     """
+    if not isinstance(cache, dict) or "xhat" not in cache or "std" not in cache:
+        raise TypeError("layernorm_backward needs the cache its layernorm_forward returned "
+                        "(a dict with 'xhat' and 'std')")
     xhat, std = cache["xhat"], cache["std"]
     d = len(g)
+    if len(dy) != len(xhat) or (xhat and (len(dy[0]) != d or len(xhat[0]) != d)):
+        raise ValueError(f"layernorm_backward: dy is {shape(dy)} and g has {d} entries, but the "
+                         f"forward pass normalized {shape(xhat)}")
     dy_cols = transpose(dy)
     d_g = [fsum(map(mul, dc, xc)) for dc, xc in zip(dy_cols, transpose(xhat))]   # (d)
     d_b = [fsum(col) for col in dy_cols]                                          # (d)
@@ -243,6 +289,16 @@ def layernorm_backward(dy, g, cache):
 
 ################ Causal self-attention
 
+def check_attention_params(p, d):
+    """Refuse p unless it holds Wq, Wk, Wv and Wo, each d × d for rows of d values."""
+    for name in ("Wq", "Wk", "Wv", "Wo"):
+        if name not in p:
+            raise ValueError(f"attention needs p[{name!r}], which is missing")
+        if len(p[name]) != d or (d and len(p[name][0]) != d):
+            raise ValueError(f"attention over rows of {d} values needs {name} of shape "
+                             f"({d}, {d}), not {shape(p[name])}")
+
+
 def attention_forward(p, x):
     """One head of causal self-attention over the rows of x (T, d). Returns (out, cache).
 
@@ -252,7 +308,10 @@ def attention_forward(p, x):
     4. mix: mixed_i = sum over j <= i of weights[i][j] * v_j
     5. projection: out = mixed · Wo
     """
+    if not x:
+        raise ValueError("empty sequence")
     T, d = len(x), len(x[0])
+    check_attention_params(p, d)
     sqrt_d = sqrt(d)
     # 1. queries, keys, values
     q = matmul(x, transpose(p["Wq"]))                              # (T, d)
@@ -282,9 +341,16 @@ def attention_backward(p, cache, d_out):
 
     The forward passes 1-5 walked back as 5, 4, 3, 2, 1.
     """
+    if not isinstance(cache, dict) or "mixed" not in cache:
+        raise TypeError("attention_backward needs the cache attention_forward returned "
+                        "(in the model's cache: cache['att'])")
     x, q, k, v = cache["x"], cache["q"], cache["k"], cache["v"]
     weights, mixed = cache["weights"], cache["mixed"]
     T, d = len(x), len(x[0])
+    check_attention_params(p, d)
+    if len(d_out) != T or len(d_out[0]) != d:
+        raise ValueError(f"d_out must have shape ({T}, {d}) to match the forward pass, "
+                         f"not {shape(d_out)}")
     sqrt_d = sqrt(d)
     # 5. in the forward pass this was: out = mixed · Wo
     d_Wo = matmul(transpose(mixed), transpose(d_out))              # (d, d)
@@ -338,6 +404,8 @@ def init_params(vocab, d, hidden, max_len, seed):
             raise TypeError(f"{name} must be an int, not {type(n).__name__}")
         if n <= 0:
             raise ValueError(f"{name} must be a positive size, not {n}")
+    if type(seed) is not int:   # None would draw fresh numbers each call; "3" others than 3
+        raise TypeError(f"seed must be an int, not {type(seed).__name__}")
     rng = random.Random(seed)
 
     def gauss(rows, cols):
@@ -373,6 +441,8 @@ def count_params(params):
     >>> count_params({"W": [[0.0, 0.0], [0.0, 0.0]], "b": [0.0, 0.0]})
     6
     """
+    if not isinstance(params, dict):
+        raise TypeError(f"count_params takes the dict of parameters, not {type(params).__name__}")
     total = 0
     for value in params.values():
         dims = shape(value)
@@ -399,12 +469,41 @@ def check_ids(ids, vocab, what="token IDs"):
         raise ValueError(f"{what} outside the vocabulary of size {vocab}: {bad[:5]}{more}")
 
 
+def check_params(p):
+    """Refuse anything but init_params' 18 tensors of one model size, naming what is wrong.
+
+    It reads each tensor's length and its first row's, never every row: one check per call.
+    """
+    if not isinstance(p, dict):
+        raise TypeError(f"parameters must be the dict init_params returns, "
+                        f"not {type(p).__name__}")
+    missing = [name for name in PARAM_NAMES if name not in p]
+    if missing:
+        raise ValueError(f"parameters missing: {', '.join(missing)}")
+    tensors = [p[name] for name in PARAM_NAMES]
+    for name, t in zip(PARAM_NAMES, tensors):
+        if not isinstance(t, (list, tuple)) or not t:
+            raise TypeError(f"parameter {name} must be a non-empty list, not {t!r:.40}")
+    V, d, L, H = len(p["tok_emb"]), len(p["tok_emb"][0]), len(p["pos_emb"]), len(p["W1"][0])
+    wanted = [(V, d), (L, d), (d,), (d,), (d, d), (d, d), (d, d), (d, d), (d,), (d,),
+              (d, H), (H,), (H, d), (d,), (d,), (d,), (d, V), (V,)]   # PARAM_NAMES' order
+    for name, t, want in zip(PARAM_NAMES, tensors, wanted):
+        got = (len(t), len(t[0])) if isinstance(t[0], (list, tuple)) else (len(t),)
+        if got != want:
+            raise ValueError(f"parameter {name} has shape {got}, but tok_emb, pos_emb and W1 "
+                             f"make a model of V={V}, d={d}, H={H}, max_len={L}, where {name} "
+                             f"is {want}")
+
+
 def forward(p, ids, use_positions=True):
     """Scores for every vocabulary token at every position: returns (logits, cache).
 
     logits[t][j] scores token j as the one that follows ids[0..t]. Position t only ever sees
     positions 0..t. With use_positions=False the position embeddings are left out.
     """
+    check_params(p)
+    if type(use_positions) is not bool:
+        raise TypeError(f"use_positions must be True or False, not {type(use_positions).__name__}")
     vocab, max_len = len(p["tok_emb"]), len(p["pos_emb"])
     check_ids(ids, vocab)
     T = len(ids)
@@ -478,9 +577,20 @@ def backward(p, cache, d_logits):
     gradient reaches x twice: straight along the skip path, and back through f. The two are
     added where they meet.
     """
+    check_params(p)
+    if not isinstance(cache, dict) or "ids" not in cache or "hf" not in cache:
+        raise TypeError("backward needs the cache that forward(p, ids) returned with the logits")
     ids = cache["ids"]
     T = len(ids)
     vocab = len(p["tok_emb"])
+    made = (len(cache["x0"][0]), len(cache["act"][0]))        # (d, H) of the forward pass
+    if made != (len(p["b2"]), len(p["b1"])) or T > len(p["pos_emb"]):
+        raise ValueError(f"the cache comes from a model of width {made[0]} and hidden {made[1]} "
+                         f"on {T} positions, not from p (width {len(p['b2'])}, hidden "
+                         f"{len(p['b1'])}, {len(p['pos_emb'])} positions)")
+    if not isinstance(d_logits, list) or not all(isinstance(row, list) for row in d_logits):
+        raise TypeError("d_logits must be a list of rows (lists of floats), as "
+                        "loss_and_dlogits returns")
     if len(d_logits) != T or any(len(row) != vocab for row in d_logits):
         raise ValueError(f"d_logits must have shape ({T}, {vocab}) to match the forward pass, "
                          f"not {shape(d_logits)}")

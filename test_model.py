@@ -456,6 +456,288 @@ class BadInputTests(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "ragged"):
             model.shape([[1.0, 2.0], [3.0]])
 
+    # -- the model's parameters and caches
+
+    def test_parameters_missing_a_tensor_are_refused_naming_it(self):
+        for name in ("tok_emb", "W2", "b_out"):
+            p = {k: v for k, v in self.p.items() if k != name}
+            logits, cache = model.forward(self.p, [1, 2])
+            _, d_logits = model.loss_and_dlogits(logits, [2, 3])
+            with self.subTest(missing=name):
+                with self.assertRaisesRegex(ValueError, f"^parameters missing: {name}$"):
+                    model.forward(p, [1, 2])
+                with self.assertRaisesRegex(ValueError, f"^parameters missing: {name}$"):
+                    model.backward(p, cache, d_logits)
+
+    def test_parameters_with_a_tensor_of_another_model_size_are_refused_naming_it(self):
+        tiny = tiny_params()
+        for name, got in (("Wq", (4, 4)), ("W1", (4, 8)), ("b1", (8,)), ("W_out", (4, 96)),
+                          ("ln2_g", (4,)), ("pos_emb", (8, 4))):
+            with self.subTest(tensor=name), self.assertRaisesRegex(
+                    ValueError, re.escape(f"parameter {name} has shape {got}")):
+                model.forward({**self.p, name: tiny[name]}, [1, 2])
+
+    def test_parameters_that_are_not_a_dict_are_refused(self):
+        for p in (None, list(self.p.values()), self.p["W1"]):
+            with self.subTest(p=type(p).__name__), self.assertRaisesRegex(
+                    TypeError, "parameters must be the dict init_params returns"):
+                model.forward(p, [1, 2])
+
+    def test_use_positions_that_is_not_a_bool_is_refused(self):
+        # forward(p, x, y): the targets passed where use_positions goes
+        for value in ("no", None, 0, [2, 3], []):
+            with self.subTest(use_positions=value), self.assertRaisesRegex(
+                    TypeError, "use_positions must be True or False"):
+                model.forward(self.p, [1, 2], value)
+
+    def test_backward_refuses_a_cache_that_forward_did_not_return(self):
+        logits, cache = model.forward(self.p, [1, 2])
+        _, d_logits = model.loss_and_dlogits(logits, [2, 3])
+        for case, bad in (("attention's cache", cache["att"]), ("an empty dict", {}),
+                          ("the logits", logits), ("None", None)):
+            with self.subTest(cache=case), self.assertRaisesRegex(
+                    TypeError, r"backward needs the cache that forward\(p, ids\) returned"):
+                model.backward(self.p, bad, d_logits)
+
+    def test_backward_refuses_a_cache_from_a_model_of_another_size(self):
+        logits, cache = model.forward(self.p, [1, 2])
+        _, d_logits = model.loss_and_dlogits(logits, [2, 3])
+        with self.assertRaisesRegex(ValueError, r"the cache comes from a model of width 16 and "
+                                                r"hidden 64 on 2 positions, not from p \(width 4"):
+            model.backward(tiny_params(), cache, d_logits)
+
+    def test_backward_refuses_d_logits_that_are_not_a_list_of_rows(self):
+        logits, cache = model.forward(self.p, [1, 2])
+        _, d_logits = model.loss_and_dlogits(logits, [2, 3])
+        for bad in (None, d_logits[0], [tuple(row) for row in d_logits]):
+            with self.subTest(d_logits=type(bad).__name__), self.assertRaisesRegex(
+                    TypeError, "d_logits must be a list of rows"):
+                model.backward(self.p, cache, bad)
+
+    def test_init_params_refuses_a_seed_that_is_not_an_int(self):
+        # None would draw other numbers on every call; "3" and 3.5 other numbers than 3
+        for seed in (None, "3", 3.5, True):
+            with self.subTest(seed=seed), self.assertRaisesRegex(TypeError,
+                                                                 "seed must be an int"):
+                model.init_params(96, 16, 64, 64, seed=seed)
+
+    def test_count_params_refuses_anything_but_a_dict(self):
+        for value in (None, self.p["W1"], list(self.p.values())):
+            with self.subTest(value=type(value).__name__), self.assertRaisesRegex(
+                    TypeError, "count_params takes the dict of parameters"):
+                model.count_params(value)
+
+    # -- layer norm and attention
+
+    def test_layer_norm_refuses_an_empty_gain_instead_of_dividing_by_zero(self):
+        with self.assertRaisesRegex(ValueError, "at least one entry"):
+            model.layernorm_forward([[]], [], [])
+
+    def test_layer_norm_backward_refuses_a_cache_it_did_not_make(self):
+        _, cache = model.forward(self.p, [1, 2])
+        for case, bad in (("the model's whole cache", cache), ("an empty dict", {})):
+            with self.subTest(cache=case), self.assertRaisesRegex(
+                    TypeError, "needs the cache its layernorm_forward returned"):
+                model.layernorm_backward([[1.0] * 16] * 2, [1.0] * 16, bad)
+
+    def test_layer_norm_backward_refuses_dy_or_gain_that_do_not_fit_the_forward_pass(self):
+        _, cache = model.layernorm_forward([[1.0, 2.0, 4.0]], [1.0] * 3, [0.0] * 3)
+        for case, dy, g in (("dy has 2 rows, not 1", [[1.0] * 3] * 2, [1.0] * 3),
+                            ("dy has no rows", [], [1.0] * 3),
+                            ("dy rows of 2, not 3", [[1.0] * 2], [1.0] * 3),
+                            ("a gain of 2, not 3", [[1.0] * 3], [1.0] * 2),
+                            ("an empty gain", [[1.0] * 3], [])):
+            with self.subTest(case=case), self.assertRaisesRegex(
+                    ValueError, r"forward pass normalized \(1, 3\)"):
+                model.layernorm_backward(dy, g, cache)
+
+    def test_attention_refuses_an_empty_sequence(self):
+        with self.assertRaisesRegex(ValueError, "^empty sequence$"):
+            model.attention_forward(self.p, [])
+
+    def test_attention_refuses_weights_that_do_not_fit_the_rows_of_x(self):
+        x = [[0.5] * 16, [0.25] * 16]
+        with self.assertRaisesRegex(ValueError, r"rows of 4 values needs Wq of shape \(4, 4\), "
+                                                r"not \(16, 16\)"):
+            model.attention_forward(self.p, [row[:4] for row in x])
+        with self.assertRaisesRegex(ValueError, r"rows of 16 values needs Wq of shape \(16, 16\), "
+                                                r"not \(4, 4\)"):
+            model.attention_forward(tiny_params(), x)
+        with self.assertRaisesRegex(ValueError, r"attention needs p\['Wk'\], which is missing"):
+            model.attention_forward({k: v for k, v in self.p.items() if k != "Wk"}, x)
+
+    def test_attention_backward_refuses_the_whole_model_cache(self):
+        _, cache = model.forward(self.p, [1, 2])
+        with self.assertRaisesRegex(TypeError, r"cache\['att'\]"):
+            model.attention_backward(self.p, cache, [[0.1] * 16] * 2)
+
+    def test_attention_backward_refuses_d_out_of_the_wrong_shape(self):
+        _, cache = model.forward(self.p, [1, 2, 3])
+        for bad in ([[0.1] * 16] * 2, [[0.1] * 16] * 4, [[0.1] * 4] * 3, []):
+            with self.subTest(rows=len(bad)), self.assertRaisesRegex(
+                    ValueError, r"d_out must have shape \(3, 16\)"):
+                model.attention_backward(self.p, cache["att"], bad)
+
+    # -- the list helpers: zip() and map() stop at the shorter argument, so they check
+
+    def test_matmul_refuses_rows_and_columns_of_two_lengths(self):
+        # the usual mistake: W passed as it is, where its columns (transpose(W)) were meant
+        a, W = [[1.0, 2.0]], [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+        with self.assertRaisesRegex(ValueError, r"rows of a have 2 entries but the columns of b "
+                                                r"have 3; pass b by its columns, transpose\(b\)"):
+            model.matmul(a, W)
+
+    def test_add_refuses_matrices_of_two_shapes(self):
+        for b in ([[1.0]], [[1.0, 2.0], [3.0, 4.0]]):
+            with self.subTest(b=b), self.assertRaisesRegex(
+                    ValueError, r"add\(\) needs two matrices of one shape, not \(1, 2\)"):
+                model.add([[1.0, 2.0]], b)
+
+    def test_linear_refuses_an_input_or_bias_of_the_wrong_length(self):
+        W = [[1.0, 0.0], [0.0, 1.0]]
+        for case, x, b in (("bias of 1", [[1.0, 2.0]], [0.5]),
+                           ("bias of 3", [[1.0, 2.0]], [0.5, 0.5, 0.5]),
+                           ("rows of 3", [[1.0, 2.0, 3.0]], [0.0, 0.0]),
+                           ("rows of 1", [[1.0]], [0.0, 0.0])):
+            with self.subTest(case=case), self.assertRaisesRegex(
+                    ValueError, r"linear needs x \(T, n\), W \(n, m\) and b \(m\)"):
+                model.linear(x, W, b)
+
+    def test_linear_backward_refuses_shapes_that_do_not_fit(self):
+        W = [[4.0, 5.0]]
+        for case, d_y, x in (("2 rows of d_y, 1 of x", [[1.0, 2.0]] * 2, [[3.0]]),
+                             ("d_y rows of 1, W columns 2", [[1.0]], [[3.0]]),
+                             ("x rows of 2, W rows 1", [[1.0, 2.0]], [[3.0, 3.0]])):
+            with self.subTest(case=case), self.assertRaisesRegex(
+                    ValueError, "linear_backward needs d_y"):
+                model.linear_backward(d_y, x, W)
+
+    def test_matmul_skipping_zeros_refuses_rows_that_do_not_fit_b(self):
+        b = [[5.0, 6.0], [7.0, 8.0]]
+        for a in ([[1.0, 0.0, 2.0]], [[1.0]]):      # an IndexError, and a silent wrong answer
+            with self.subTest(a=a), self.assertRaisesRegex(
+                    ValueError, f"rows of a have {len(a[0])} entries but b has 2 rows"):
+                model.matmul_skipping_zeros(a, b)
+
+    def test_masked_matmul_refuses_a_mask_or_rows_that_do_not_fit(self):
+        b_cols = [[3.0, 4.0], [5.0, 6.0]]
+        for case, a, where in (("where (1, 1)", [[1.0, 2.0]], [[0.5]]),
+                               ("where with 2 rows", [[1.0, 2.0]], [[0.5, 1.0]] * 2),
+                               ("rows of a of 1", [[1.0]], [[0.5, 1.0]])):
+            with self.subTest(case=case), self.assertRaisesRegex(
+                    ValueError, r"masked_matmul needs a \(T, n\), b_cols \(m, n\)"):
+                model.masked_matmul(a, b_cols, where)
+
+    def test_causal_mix_backward_refuses_short_rows_or_a_row_count_that_differs(self):
+        for a, b, message in (([[1.0], [2.0]], [[10.0], [100.0]], r"row 1 of a must hold a\[1\]"),
+                              ([[1.0], [2.0, 3.0]], [[10.0]], "a has 2 rows but b has 1")):
+            with self.subTest(a=a, b=b), self.assertRaisesRegex(ValueError, message):
+                model.causal_mix_backward(a, b)
+
+    def test_transpose_refuses_ragged_rows(self):
+        with self.assertRaisesRegex(ValueError, r"rows of one length, not \[1, 2\]"):
+            model.transpose([[1.0, 2.0], [3.0]])
+
+    def test_column_sums_refuses_ragged_rows(self):
+        with self.assertRaisesRegex(ValueError, r"rows of one length, not \[1, 2\]"):
+            model.column_sums([[1.0, 2.0], [3.0]])
+
+    def test_shape_refuses_lists_nested_three_deep(self):
+        with self.assertRaisesRegex(ValueError, "nested three deep"):
+            model.shape([[[1.0, 2.0]], [[3.0, 4.0]]])
+
+    def test_shape_refuses_a_mix_of_numbers_and_rows(self):
+        with self.assertRaisesRegex(ValueError, "not a mix"):
+            model.shape([1.0, [2.0]])
+
+    def test_zeros_refuses_a_negative_size(self):
+        for rows, cols in ((-1, 3), (2, -1)):
+            with self.subTest(rows=rows, cols=cols), self.assertRaisesRegex(
+                    ValueError, "sizes of at least 0"):
+                model.zeros(rows, cols)
+
+    # -- bpe.py
+
+    def test_merge_refuses_a_pair_that_is_not_a_tuple_of_two_ids(self):
+        # a list pair, as a merge read from tokenizer.json, would silently merge nothing
+        for pair in ([1, 2], (1, 2, 3), "ab"):
+            with self.subTest(pair=pair), self.assertRaisesRegex(
+                    TypeError, "pair must be a tuple of two token ids"):
+                bpe.merge([1, 2, 3, 1, 2], pair, 4)
+
+    def test_best_pair_refuses_empty_counts(self):
+        with self.assertRaisesRegex(ValueError, "no pair to merge"):
+            bpe.best_pair({})
+
+    def test_tokenizer_refuses_vocab_or_merges_that_are_not_lists(self):
+        for vocab, merges, message in (("abc", [], "vocab must be a list, not str"),
+                                       (None, [], "vocab must be a list, not NoneType"),
+                                       (["a"], None, "merges must be a list, not NoneType")):
+            with self.subTest(vocab=vocab, merges=merges), self.assertRaisesRegex(TypeError,
+                                                                                  message):
+                bpe.Tokenizer(vocab, merges)
+
+    # -- trace_block.py
+
+    def test_build_refuses_something_that_is_not_a_tokenizer(self):
+        for tok in ("tokenizer.json", None):
+            with self.subTest(tok=tok), self.assertRaisesRegex(TypeError,
+                                                               "expected a tokenizer"):
+                build(tok, SERIES)
+
+    def test_build_refuses_a_config_with_a_key_missing_misspelt_or_extra(self):
+        configs = {"seed missing": {"d": 4, "hidden": 8, "max_len": 8},
+                   "hidden misspelt": {"d": 4, "hiden": 8, "max_len": 8, "seed": 3},
+                   "an extra key": {**TINY, "lr": 0.1},
+                   "not a dict": None}
+        for case, cfg in configs.items():
+            with self.subTest(case=case), self.assertRaisesRegex(
+                    ValueError, re.escape("config must have exactly the keys "
+                                          "['d', 'hidden', 'max_len', 'seed']")):
+                build(tokenizer(), cfg)
+
+    def test_the_position_experiment_refuses_something_that_is_not_a_tokenizer(self):
+        for function in (position_gaps, last_logits_gap):
+            for tok in (None, "tokenizer.json"):
+                with self.subTest(function=function.__name__, tok=tok), \
+                        self.assertRaisesRegex(TypeError, "expected a tokenizer"):
+                    function(self.p, tok, True)
+
+    def test_check_of_a_missing_file_named_by_a_string_says_so_and_gives_the_command(self):
+        # CommandLineTests covers a Path; a str path used to raise AttributeError on .name
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(trace_block, "trace", fresh_trace):
+            ok, message = trace_block.check(str(Path(tmp) / "block-trace.json"))
+        self.assertFalse(ok)
+        self.assertIn("block-trace.json is missing", message)
+        self.assertIn("python3 trace_block.py --write", message)
+
+    def run_trace_block_in_a_copy_without(self, missing, *args):
+        """Run trace_block.py with args in a copy of the lab that lacks the file `missing`."""
+        with tempfile.TemporaryDirectory() as tmp:
+            for name in ("model.py", "bpe.py", "trace_block.py", "tokenizer.json",
+                         "corpus.txt", "block-trace.json"):
+                if name != missing:
+                    (Path(tmp) / name).write_bytes((HERE / name).read_bytes())
+            return subprocess.run([sys.executable, "trace_block.py", *args], cwd=tmp,
+                                  capture_output=True, text=True, timeout=120)
+
+    def test_check_command_with_the_recorded_file_missing_exits_1_with_a_message(self):
+        result = self.run_trace_block_in_a_copy_without("block-trace.json", "--check")
+        self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+        self.assertNotIn("Traceback", result.stderr)
+        self.assertIn("block-trace.json is missing", result.stderr)
+        self.assertIn("python3 trace_block.py --write", result.stderr)
+
+    def test_trace_block_without_tokenizer_json_exits_1_with_a_message(self):
+        for args in (("--check",), ("--write",), ()):
+            with self.subTest(args=args):
+                result = self.run_trace_block_in_a_copy_without("tokenizer.json", *args)
+                self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+                self.assertNotIn("Traceback", result.stderr)
+                self.assertIn("tokenizer.json: no such file", result.stderr)
+                self.assertIn("python3 bpe.py --write", result.stderr)
+
 
 ################ Planted bugs: each one must make a check fail
 
@@ -728,6 +1010,42 @@ class CommandLineTests(unittest.TestCase):
         self.assertIn("ms/step", lines[1])
         self.assertIn("tokens/s", lines[1])
         self.assertEqual([line.split()[0] for line in lines[2:]], ["4", "8"])
+
+
+class ReadmeTests(unittest.TestCase):
+    """What the README says the commands print is what they print today."""
+
+    OUTPUTS = {
+        "python3 trace_block.py": lambda: trace_block.to_json(fresh_trace()),
+        "python3 trace_block.py --show": lambda: printed(trace_block.show),
+        "python3 bpe.py": lambda: printed(bpe.demo),
+    }
+
+    def test_every_output_excerpt_is_printed_by_its_command(self):
+        text = (HERE / "README.md").read_text(encoding="utf-8")
+        excerpts = re.findall(r"<!-- output: (.+?) -->\n```\n(.*?)```", text, re.S)
+        self.assertGreaterEqual(len(excerpts), 2)
+        for command, excerpt in excerpts:
+            with self.subTest(command=command):
+                self.assertIn(command, self.OUTPUTS, "an excerpt from a command the test can't run")
+                lines = excerpt.splitlines()
+                output = self.OUTPUTS[command]().splitlines()
+                starts = [n for n in range(len(output) - len(lines) + 1)
+                          if output[n:n + len(lines)] == lines]
+                self.assertTrue(starts, f"the README's excerpt of {command} is not in its output")
+
+    def test_the_readme_shows_the_two_commands_a_newcomer_runs(self):
+        text = (HERE / "README.md").read_text(encoding="utf-8")
+        self.assertIn("python3 trace_block.py", text)
+        self.assertIn("python3 -m unittest -v test_model.py", text)
+
+
+def printed(function):
+    """What a function prints to standard output, as a string."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        function()
+    return out.getvalue()
 
 
 ################ The tokenizer
@@ -1081,10 +1399,6 @@ class TokenizerTests(unittest.TestCase):
     def test_training_refuses_an_empty_text(self):
         with self.assertRaisesRegex(ValueError, "empty text"):
             bpe.Tokenizer.train("", 0)
-
-
-if __name__ == "__main__":
-    unittest.main()
 
 
 ################ PyTorch, an outside oracle (optional)

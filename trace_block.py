@@ -49,8 +49,19 @@ def first_story():
         return f.readline()
 
 
+def check_tokenizer(tok):
+    """Refuse anything but a tokenizer, such as load_tokenizer() returns."""
+    if not hasattr(tok, "vocab") or not hasattr(tok, "encode"):
+        raise TypeError(f"expected a tokenizer (trace_block.load_tokenizer()), "
+                        f"not {type(tok).__name__}")
+
+
 def build(tok, cfg):
     """Fresh parameters for the tokenizer's vocabulary and a config such as SERIES or TINY."""
+    check_tokenizer(tok)
+    if not isinstance(cfg, dict) or set(cfg) != set(SERIES):
+        have = sorted(cfg) if isinstance(cfg, dict) else type(cfg).__name__
+        raise ValueError(f"config must have exactly the keys {sorted(SERIES)}, not {have}")
     return model.init_params(len(tok.vocab), cfg["d"], cfg["hidden"], cfg["max_len"], cfg["seed"])
 
 
@@ -113,6 +124,7 @@ def gradient_error(p, x, y):
 
 def order_logits(p, tok, use_positions):
     """The scores of the two order sentences, each (T, V)."""
+    check_tokenizer(tok)
     a, b = tok.encode(ORDER_A), tok.encode(ORDER_B)
     if len(a) != len(b):
         raise ValueError(f"the order sentences must have one length in tokens, "
@@ -218,9 +230,10 @@ def differences(old, new, where=""):
 
 def check(path=TRACE_FILE):
     """Compare the recorded trace with a fresh one: (up to date?, message)."""
+    path = Path(path)   # a str works too
     fresh = to_json(trace())
     try:
-        recorded = Path(path).read_text(encoding="utf-8")
+        recorded = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return False, f"{path.name} is missing. Run: {WRITE_COMMAND}"
     if recorded == fresh:
@@ -417,6 +430,17 @@ def main(argv=None):
                         help="time one training step (forward, loss, backward) at T = 8, 16, 32 "
                              "and 64 tokens: milliseconds per step and tokens per second")
     args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except FileNotFoundError as error:   # tokenizer.json or corpus.txt is missing
+        made_by_bpe = str(error.filename).endswith("tokenizer.json")
+        hint = " Run: python3 bpe.py --write" if made_by_bpe else ""
+        print(f"cannot read {error.filename}: no such file.{hint}", file=sys.stderr)
+        return 1
+
+
+def run(args):
+    """Do what the parsed command line asks; return the exit code."""
     if args.write:
         TRACE_FILE.write_text(to_json(trace()), encoding="utf-8")
         print(f"wrote {TRACE_FILE.name}")
