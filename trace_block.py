@@ -16,6 +16,7 @@ Run:
 import argparse
 import json
 import math
+import statistics
 import sys
 import textwrap
 import time
@@ -250,24 +251,30 @@ def check(path=TRACE_FILE):
 
 ################ Timing
 
-def time_steps(lengths=(8, 16, 32, 64), repeats=5):
-    """Median milliseconds of one training step (forward, loss, backward) at each length T."""
+def time_steps(lengths=(8, 16, 32, 64), repeats=9):
+    """Median milliseconds of one training step (forward, loss, backward) at each length T,
+    on the start of the corpus."""
     tok = load_tokenizer()
     p = build(tok, SERIES)
-    text = open(HERE / "corpus.txt", encoding="utf-8").read(4000)
-    ids = tok.encode(text)
+    with open(HERE / "corpus.txt", encoding="utf-8") as f:
+        ids = tok.encode(f.read(4000))
+
+    def step(x, y):
+        logits, cache = model.forward(p, x)
+        _, d_logits = model.loss_and_dlogits(logits, y)
+        model.backward(p, cache, d_logits)
+
+    for T in lengths:                   # warm up: one step of each length, not timed
+        step(ids[:T], ids[1:T + 1])
     rows = []
     for T in lengths:
         x, y = ids[:T], ids[1:T + 1]
         times = []
         for _ in range(repeats):
             start = time.perf_counter()
-            logits, cache = model.forward(p, x)
-            _, d_logits = model.loss_and_dlogits(logits, y)
-            model.backward(p, cache, d_logits)
+            step(x, y)
             times.append(time.perf_counter() - start)
-        times.sort()
-        rows.append((T, times[len(times) // 2] * 1e3))
+        rows.append((T, statistics.median(times) * 1e3))
     return rows
 
 
