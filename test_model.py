@@ -29,7 +29,7 @@ from unittest import mock
 import bpe
 import model
 import trace_block
-from trace_block import (SERIES, STEP, TINY, build, gradient_check, gradient_error,
+from trace_block import (SERIES, TINY, build, flatten, gradient_check, gradient_error,
                          last_logits_gap, position_gaps)
 
 try:
@@ -47,7 +47,6 @@ CORPUS_PATH = str(HERE / "corpus.txt")
 TOKENIZER_PATH = str(HERE / "tokenizer.json")
 FIRST_STORY = ("mia has a red hat. mia goes to the garden. at the garden, mia gives the hat "
                "to ava. now ava has the red hat.")
-
 
 
 ################ Shared fixtures
@@ -87,24 +86,7 @@ def ball_example():
 @functools.lru_cache(maxsize=None)
 def numeric_gradients():
     """Central differences of the small copy's loss for every parameter (computed once)."""
-    p = tiny_params()
-    x, y = ball_example()
-    numeric = {}
-    for name, tensor in p.items():
-        rows = tensor if isinstance(tensor[0], list) else [tensor]
-        out = []
-        for row in rows:
-            out_row = []
-            for c, kept in enumerate(row):
-                row[c] = kept + STEP
-                up = model.sequence_loss(p, x, y)
-                row[c] = kept - STEP
-                down = model.sequence_loss(p, x, y)
-                row[c] = kept
-                out_row.append((up - down) / (2 * STEP))
-            out.append(out_row)
-        numeric[name] = out if isinstance(tensor[0], list) else out[0]
-    return numeric
+    return trace_block.numeric_gradients(tiny_params(), *ball_example())
 
 
 def backward_error():
@@ -115,8 +97,7 @@ def backward_error():
     logits, cache = model.forward(p, x)
     _, d_logits = model.loss_and_dlogits(logits, y)
     grads = model.backward(p, cache, d_logits)
-    numeric = numeric_gradients()
-    return max(abs(a - n) for name in p for a, n in zip(flat(grads[name]), flat(numeric[name])))
+    return trace_block.compare_gradients(grads, *numeric_gradients())["max_abs_error"]
 
 
 def earlier_scores_change():
@@ -136,11 +117,6 @@ def nudged(p, u, h):
         out[name] = ([[a + h * next(step) for a in row] for row in t] if isinstance(t[0], list)
                      else [a + h * next(step) for a in t])
     return out
-
-
-def flat(x):
-    """The numbers of a vector or matrix, row by row."""
-    return [v for row in x for v in row] if x and isinstance(x[0], list) else list(x)
 
 
 def run_script(*args):
@@ -237,10 +213,10 @@ class GradientTests(unittest.TestCase):
         h = 1e-5
         worst = 0.0
         for _ in range(20):
-            u = {name: [rng.gauss(0, 1) for _ in flat(t)] for name, t in p.items()}
+            u = {name: [rng.gauss(0, 1) for _ in flatten(t)] for name, t in p.items()}
             norm = math.sqrt(math.fsum(v * v for name in u for v in u[name]))
             u = {name: [v / norm for v in vs] for name, vs in u.items()}
-            analytic = math.fsum(g * v for name in p for g, v in zip(flat(grads[name]), u[name]))
+            analytic = math.fsum(g * v for name in p for g, v in zip(flatten(grads[name]), u[name]))
             sides = [trace_block.loss_and_relu_pattern(nudged(p, u, sign * h), x, y)
                      for sign in (1, -1)]
             self.assertEqual(sides[0][1], sides[1][1], "a nudge crossed a relu kink")
@@ -350,7 +326,7 @@ class PositionTests(unittest.TestCase):
         x, y = ball_example()
         logits, cache = model.forward(p, x, use_positions=False)
         grads = model.backward(p, cache, model.loss_and_dlogits(logits, y)[1])
-        self.assertEqual(set(flat(grads["pos_emb"])), {0.0})
+        self.assertEqual(set(flatten(grads["pos_emb"])), {0.0})
 
     def test_without_positions_the_last_position_cannot_tell_the_order_apart(self):
         self.assertEqual(last_logits_gap(series_params(), tokenizer(), False), 0.0)

@@ -68,45 +68,34 @@ def build(tok, cfg):
 
 ################ The gradient check
 
-def gradient_check(p, x, y, step=STEP):
-    """Compare backward() with central differences for every parameter of p, one at a time.
+def numeric_gradients(p, x, y, step=STEP):
+    """Central differences of the loss for every entry of p, one entry at a time.
 
-    Each entry is nudged by +step and -step and the loss recomputed: the slope between the two
-    is the numerical gradient. Returns a dict: parameters_checked, max_abs_error,
-    max_rel_error (cs231n style, |a - n| / max(|a|, |n|), over the entries whose gradient is
-    at least 1e-4 in size: the difference quotient carries a rounding error near 1e-9, which
-    would swamp the ratio for smaller ones) and kinks, the entries whose nudge
-    switched a relu on or off; the difference quotient is not a derivative there, so those
-    entries are listed instead of counted as errors.
+    Each entry is nudged by +step and -step and the loss recomputed: the slope between the
+    two is the numerical gradient. Returns (numeric, kinks): numeric has p's names and shapes;
+    kinks lists the entries, (name, row, column) or (name, index), whose nudge switched a relu
+    on or off. The difference quotient is not a derivative there, so their entry is None.
     """
-    logits, cache = model.forward(p, x)
-    _, d_logits = model.loss_and_dlogits(logits, y)
-    grads = model.backward(p, cache, d_logits)
-    worst_abs = worst_rel = 0.0
-    checked, kinks = 0, []
+    numeric, kinks = {}, []
     for name, tensor in p.items():
-        rows, grad_rows = (tensor, grads[name]) if isinstance(tensor[0], list) \
-            else ([tensor], [grads[name]])
-        for r, (row, grad_row) in enumerate(zip(rows, grad_rows)):
-            for c, analytic in enumerate(grad_row):
-                kept = row[c]
+        is_matrix = isinstance(tensor[0], list)
+        slopes = []
+        for r, row in enumerate(tensor if is_matrix else [tensor]):
+            slope_row = []
+            for c, kept in enumerate(row):
                 row[c] = kept + step
                 loss_up, relu_up = loss_and_relu_pattern(p, x, y)
                 row[c] = kept - step
                 loss_down, relu_down = loss_and_relu_pattern(p, x, y)
                 row[c] = kept
-                checked += 1
-                if relu_up != relu_down:
-                    kinks.append((name, r, c) if isinstance(tensor[0], list) else (name, c))
-                    continue
-                numeric = (loss_up - loss_down) / (2 * step)
-                error = abs(numeric - analytic)
-                worst_abs = max(worst_abs, error)
-                size = max(abs(numeric), abs(analytic))
-                if size >= 1e-4:
-                    worst_rel = max(worst_rel, error / size)
-    return {"parameters_checked": checked, "max_abs_error": worst_abs,
-            "max_rel_error": worst_rel, "kinks": kinks}
+                if relu_up == relu_down:
+                    slope_row.append((loss_up - loss_down) / (2 * step))
+                else:
+                    kinks.append((name, r, c) if is_matrix else (name, c))
+                    slope_row.append(None)
+            slopes.append(slope_row)
+        numeric[name] = slopes if is_matrix else slopes[0]
+    return numeric, kinks
 
 
 def loss_and_relu_pattern(p, x, y):
@@ -114,6 +103,48 @@ def loss_and_relu_pattern(p, x, y):
     logits, cache = model.forward(p, x)
     loss, _ = model.loss_and_dlogits(logits, y)
     return loss, [[a > 0.0 for a in row] for row in cache["act"]]
+
+
+def compare_gradients(grads, numeric, kinks=()):
+    """How far backward()'s gradients are from the numeric ones: a dict of
+    parameters_checked, max_abs_error, max_rel_error and kinks.
+
+    The relative error is cs231n's |a - n| / max(|a|, |n|), taken over the entries at least
+    1e-4 in size: the difference quotient carries a rounding error near 1e-9, which would
+    swamp the ratio for smaller ones. Entries at a relu kink (None) are listed, not compared.
+    """
+    worst_abs = worst_rel = 0.0
+    checked = 0
+    for name in numeric:
+        for analytic, slope in zip(flatten(grads[name]), flatten(numeric[name])):
+            checked += 1
+            if slope is None:
+                continue
+            error = abs(slope - analytic)
+            worst_abs = max(worst_abs, error)
+            size = max(abs(slope), abs(analytic))
+            if size >= 1e-4:
+                worst_rel = max(worst_rel, error / size)
+    return {"parameters_checked": checked, "max_abs_error": worst_abs,
+            "max_rel_error": worst_rel, "kinks": list(kinks)}
+
+
+def flatten(tensor):
+    """The numbers of a vector or a matrix, row by row.
+
+    >>> flatten([[1.0, 2.0], [3.0, 4.0]]), flatten([5.0, 6.0])
+    ([1.0, 2.0, 3.0, 4.0], [5.0, 6.0])
+    """
+    return [v for row in tensor for v in row] if isinstance(tensor[0], list) else list(tensor)
+
+
+def gradient_check(p, x, y, step=STEP):
+    """Compare backward() with central differences for every parameter of p (see
+    numeric_gradients and compare_gradients): the report as compare_gradients gives it."""
+    logits, cache = model.forward(p, x)
+    _, d_logits = model.loss_and_dlogits(logits, y)
+    grads = model.backward(p, cache, d_logits)
+    return compare_gradients(grads, *numeric_gradients(p, x, y, step))
 
 
 def gradient_error(p, x, y):
