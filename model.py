@@ -331,7 +331,7 @@ def attention_forward(p, x):
     mixed = matmul(rows, transpose(v))                             # (T, d)
     # 5. projection
     out = matmul(mixed, transpose(p["Wo"]))                        # (T, d)
-    weights = [r + [0.0] * (T - len(r)) for r in rows]             # (T, T), zeros above the diagonal
+    weights = [r + [0.0] * (T - len(r)) for r in rows]             # (T, T), 0.0 above the diagonal
     cache = {"x": x, "q": q, "k": k, "v": v, "weights": weights, "mixed": mixed}
     return out, cache
 
@@ -503,7 +503,8 @@ def forward(p, ids, use_positions=True):
     """
     check_params(p)
     if type(use_positions) is not bool:
-        raise TypeError(f"use_positions must be True or False, not {type(use_positions).__name__}")
+        raise TypeError(f"use_positions must be True or False, "
+                        f"not {type(use_positions).__name__}")
     vocab, max_len = len(p["tok_emb"]), len(p["pos_emb"])
     check_ids(ids, vocab)
     T = len(ids)
@@ -626,7 +627,9 @@ def backward(p, cache, d_logits):
         positions.setdefault(i, []).append(d_x0[t])
     d_tok_emb = zeros(vocab, len(p["tok_emb"][0]))
     for i, rows in positions.items():
-        d_tok_emb[i] = column_sums(rows) if len(rows) > 1 else rows[0]
+        d_tok_emb[i] = column_sums(rows) if len(rows) > 1 else list(rows[0])   # a copy: no
+        # gradient row may be the same list as another (pos_emb's), or an update to one
+        # would change both
     g["tok_emb"] = d_tok_emb
     return {name: g[name] for name in p}
 

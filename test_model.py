@@ -233,6 +233,21 @@ class GradientTests(unittest.TestCase):
         for name in p:
             self.assertEqual(model.shape(grads[name]), model.shape(p[name]), name)
 
+    def test_no_two_gradients_share_a_row(self):
+        """A trainer may change gradients in place (clipping, say): no row may be the same list
+        as another gradient's row or a parameter's, or one change would land twice."""
+        p = series_params()
+        ids = tokenizer().encode("mia has a red hat.")
+        for use_positions in (True, False):
+            logits, cache = model.forward(p, ids[:-1], use_positions)
+            grads = model.backward(p, cache, model.loss_and_dlogits(logits, ids[1:])[1])
+            rows = [row for t in list(grads.values()) + list(p.values())
+                    if isinstance(t[0], list) for row in t]
+            rows += [t for t in list(grads.values()) + list(p.values())]
+            shared = len(rows) - len({id(row) for row in rows})
+            with self.subTest(use_positions=use_positions):
+                self.assertEqual(shared, 0, f"{shared} rows are shared")
+
     def test_loss_gradient_is_softmax_minus_one_hot_over_T(self):
         logits = [[1.0, 2.0, 3.0], [0.5, 0.5, 0.5]]
         loss, d = model.loss_and_dlogits(logits, [2, 0])
