@@ -1025,10 +1025,45 @@ class ReadmeTests(unittest.TestCase):
                           if output[n:n + len(lines)] == lines]
                 self.assertTrue(starts, f"the README's excerpt of {command} is not in its output")
 
+    def test_the_figures_the_readme_quotes_are_the_ones_the_code_gives(self):
+        text = (HERE / "README.md").read_text(encoding="utf-8")
+        t = fresh_trace()
+        p = tiny_params()
+        x, y = ball_example()
+        logits, cache = model.forward(p, x)
+        grads = model.backward(p, cache, model.loss_and_dlogits(logits, y)[1])
+        report = trace_block.compare_gradients(grads, *numeric_gradients())
+        quoted = {
+            "initial loss": f"`initial_loss`: {t['initial_loss']}",
+            "uniform loss": f"`uniform_loss`: {t['uniform_loss']}",
+            "row-0 variance": f"variance {t['layernorm_row0']['variance']}",
+            "gap with positions":
+                f"its gap becomes {t['order_test']['last_logit_gap_with_positions']}",
+            "story tokens": f"`story_tokens`: {t['story_tokens']}",
+            "largest gradient error":
+                f"the largest difference is {short(report['max_abs_error'])}",
+            "largest relative error":
+                f"({short(report['max_rel_error'])} at most on the small copy)",
+        }
+        prose = " ".join(text.split())               # line breaks fall anywhere in the README
+        for figure, phrase in quoted.items():
+            with self.subTest(figure=figure):
+                self.assertTrue(phrase in prose, f"the README should say: {phrase}")
+
     def test_the_readme_shows_the_two_commands_a_newcomer_runs(self):
         text = (HERE / "README.md").read_text(encoding="utf-8")
         self.assertIn("python3 trace_block.py", text)
         self.assertIn("python3 -m unittest -v test_model.py", text)
+
+
+def short(x):
+    """A number as the README writes it: 2 significant figures, 7.4e-10 rather than 7.4e-010.
+
+    >>> short(7.431e-10), short(3.15e-06)
+    ('7.4e-10', '3.2e-6')
+    """
+    mantissa, exponent = f"{x:.1e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
 
 
 def printed(function):
@@ -1520,10 +1555,12 @@ class TorchOracleTests(unittest.TestCase):
 
 
 def load_tests(loader, tests, pattern):
-    """Run the >>> examples in the docstrings of model.py, bpe.py and trace_block.py too."""
+    """Run the >>> examples in the docstrings of model.py, bpe.py, trace_block.py and this
+    file too."""
     tests.addTests(doctest.DocTestSuite(model))
     tests.addTests(doctest.DocTestSuite(bpe))
     tests.addTests(doctest.DocTestSuite(trace_block))
+    tests.addTests(doctest.DocTestSuite(sys.modules[__name__]))
     return tests
 
 
