@@ -1059,7 +1059,7 @@ class ReadmeTests(unittest.TestCase):
 def short(x):
     """A number as the README writes it: 2 significant figures, 7.4e-10 rather than 7.4e-010.
 
-    >>> short(7.431e-10), short(3.15e-06)
+    >>> short(7.431e-10), short(3.16e-06)
     ('7.4e-10', '3.2e-6')
     """
     mantissa, exponent = f"{x:.1e}".split("e")
