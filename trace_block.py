@@ -440,7 +440,6 @@ def can_print(text):
         return False
 
 
-
 def main(argv=None):
     """Run the command line; return the exit code."""
     parser = argparse.ArgumentParser(
@@ -480,7 +479,7 @@ def main(argv=None):
 def run(args):
     """Do what the parsed command line asks; return the exit code."""
     if args.write:
-        TRACE_FILE.write_text(to_json(trace()), encoding="utf-8")
+        TRACE_FILE.write_text(to_json(trace()), encoding="utf-8", newline="\n")   # on Windows too
         print(f"wrote {TRACE_FILE.name}")
     elif args.check:
         ok, message = check()
