@@ -563,7 +563,8 @@ def loss_and_dlogits(logits, targets):
         top = max(row)                                   # subtract the max: exp cannot overflow
         e = [exp(z - top) for z in row]
         total = fsum(e)
-        losses.append(top + math.log(total) - row[target])   # -log softmax(row)[target]
+        # -log softmax(row)[target] = top + log(total) - row[target], three terms: fsum
+        losses.append(fsum((top, math.log(total), -row[target])))
         scale = total * T
         d_row = [z / scale for z in e]                   # softmax / T
         d_row[target] -= 1.0 / T                          # minus one-hot / T
