@@ -263,11 +263,11 @@ def differences(old, new, where=""):
 def check(path=TRACE_FILE):
     """Compare the recorded trace with a fresh one: (up to date?, message)."""
     path = Path(path)   # a str works too
-    fresh = to_json(trace())
     try:
         recorded = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return False, f"{path.name} is missing. Run: {WRITE_COMMAND}"
+    fresh = to_json(trace())
     if recorded == fresh:
         return True, f"{path.name} is up to date."
     try:
