@@ -16,6 +16,7 @@ Run:
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import textwrap
@@ -500,4 +501,8 @@ def run(args):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:     # e.g. python3 trace_block.py | head: the reader stopped early
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no second error
+        sys.exit(1)
