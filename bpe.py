@@ -429,6 +429,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         description="The lab's BPE tokenizer. With no flag: a demo of the merges it learns "
                     "from corpus.txt and of the first story split into tokens.",
+        epilog="examples:\n"
+               "  python3 bpe.py            # the merges with their counts, the first story split\n"
+               "  python3 bpe.py --check    # is tokenizer.json what corpus.txt trains to?\n"
+               "  python3 bpe.py --write    # retrain after you change corpus.txt",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true",
