@@ -4,8 +4,9 @@ Run (from this folder, with nothing to install):
     python3 -m unittest -v test_model.py
 
 The classes: the recorded trace; gradients against finite differences; layer norm; causality
-and positions; bad input; planted bugs that the checks must catch; the command lines; the
-tokenizer; and an optional comparison with PyTorch, skipped where PyTorch is not installed.
+and positions; bad input; planted bugs that the checks must catch; the pictures and the command
+lines; the README's excerpts and figures; the tokenizer; and an optional comparison with
+PyTorch, skipped where PyTorch is not installed.
 The >>> examples in the docstrings of model.py, bpe.py and trace_block.py run too (load_tests,
 at the end).
 """
