@@ -30,6 +30,7 @@ Standard library only.
 """
 import math
 import random
+from itertools import compress
 from math import exp, fsum, sqrt
 from operator import mul
 
@@ -136,18 +137,18 @@ def matmul_skipping_zeros(a, b):
     >>> matmul_skipping_zeros([[0.0, 2.0], [0.0, 0.0]], [[5.0, 6.0], [7.0, 8.0]])
     [[14.0, 16.0], [0.0, 0.0]]
     """
-    if not b or (a and len(a[0]) != len(b)):   # b[k] would fail, or rows past k be left out
+    if not b or (a and len(a[0]) != len(b)):   # compress() would stop at the shorter one
         raise ValueError(f"matmul_skipping_zeros: the rows of a have {len(a[0]) if a else 0} "
                          f"entries but b has {len(b)} rows")
     width = len(b[0])
     out = []
     for row in a:
-        kept = [k for k, v in enumerate(row) if v != 0.0]
-        if not kept:
+        values = list(compress(row, row))            # row's entries that are not 0.0 (a zero
+        # is false, so compress() drops it)
+        if not values:
             out.append([0.0] * width)
             continue
-        values = [row[k] for k in kept]
-        b_cols = zip(*[b[k] for k in kept])          # the columns of b's kept rows
+        b_cols = zip(*compress(b, row))              # the columns of the rows of b they meet
         out.append([fsum(map(mul, values, col)) for col in b_cols])
     return out
 
