@@ -22,10 +22,11 @@ Every floating-point sum of more than two terms goes through math.fsum, which ro
 sum once. Its result does not depend on the order of the terms (so two sequences holding the
 same tokens in another order give bit-identical scores at the last position when positions
 are left out), and it has not changed between Python versions (built-in sum() of floats did,
-in 3.12), so the recorded trace is byte-identical on every Python from 3.10.
+in 3.12), so the recorded trace is byte-identical on every Python from 3.10. (A bias is added
+to a dot product after its sum is rounded: that addition is a sum of two terms.)
 
 But: one sequence at a time (a training step loops over a batch), one attention head, no
-dropout, no tied embeddings, and no speed tricks beyond those marked "Speed:" in comments.
+dropout, no tied embeddings. The lines shaped for speed say so in a "Speed:" comment.
 Standard library only.
 """
 import math
@@ -129,7 +130,8 @@ def column_sums(m):
 
 
 def matmul_skipping_zeros(a, b):
-    """The product a · b, given b by its rows, leaving out the terms where a's entry is 0.0.
+    """The product a · b, leaving out the terms where a's entry is 0.0. Unlike matmul, this
+    takes b itself (by its rows), because it picks the rows of b that a's nonzero entries meet.
 
     A zero term adds nothing to a sum, so the result is the same; the relu makes about half
     of the MLP's hidden values 0.0, and this skips their products.
@@ -143,12 +145,12 @@ def matmul_skipping_zeros(a, b):
     width = len(b[0])
     out = []
     for row in a:
-        values = list(compress(row, row))            # row's entries that are not 0.0 (a zero
-        # is false, so compress() drops it)
+        values = list(compress(row, row))            # the entries that are not 0.0 (false)
         if not values:
             out.append([0.0] * width)
             continue
         b_cols = zip(*compress(b, row))              # the columns of the rows of b they meet
+        # Speed: the skipped products are those of the relu's zeros, about half of them
         out.append([fsum(map(mul, values, col)) for col in b_cols])
     return out
 
@@ -163,6 +165,7 @@ def linear(x, W, b):
         raise ValueError(f"linear needs x (T, n), W (n, m) and b (m), not x {shape(x)}, "
                          f"W {shape(W)} and b ({len(b)},)")
     W_cols = transpose(W)
+    # the dot product is one correctly rounded sum; the bias is added to it (two terms)
     return [[fsum(map(mul, row, col)) + bias for col, bias in zip(W_cols, b)] for row in x]
 
 
@@ -197,6 +200,7 @@ def masked_matmul(a, b_cols, where):
               or len(a[0]) != len(b_cols[0])):          # zip() and map() would cut them short
         raise ValueError(f"masked_matmul needs a (T, n), b_cols (m, n) and where (T, m), not "
                          f"a {shape(a)}, b_cols {shape(b_cols)} and where {shape(where)}")
+    # Speed: the entries the relu zeroes are never computed (about half of them)
     return [[fsum(map(mul, row, col)) if keep > 0.0 else 0.0
              for keep, col in zip(keep_row, b_cols)]
             for row, keep_row in zip(a, where)]
@@ -272,6 +276,9 @@ def layernorm_backward(dy, g, cache):
                         "(a dict with 'xhat' and 'std')")
     xhat, std = cache["xhat"], cache["std"]
     d = len(g)
+    if len(std) != len(xhat):
+        raise ValueError(f"layernorm_backward: the cache holds {len(xhat)} rows but "
+                         f"{len(std)} standard deviations")
     if len(dy) != len(xhat) or (xhat and (len(dy[0]) != d or len(xhat[0]) != d)):
         raise ValueError(f"layernorm_backward: dy is {shape(dy)} and g has {d} entries, but the "
                          f"forward pass normalized {shape(xhat)}")
@@ -312,28 +319,32 @@ def attention_forward(p, x):
     if not x:
         raise ValueError("empty sequence")
     T, d = len(x), len(x[0])
+    if any(len(row) != d for row in x):
+        raise ValueError(f"attention needs rows of one width, not {sorted({len(r) for r in x})}")
     check_attention_params(p, d)
     sqrt_d = sqrt(d)
     # 1. queries, keys, values
     q = matmul(x, transpose(p["Wq"]))                              # (T, d)
     k = matmul(x, transpose(p["Wk"]))                              # (T, d)
     v = matmul(x, transpose(p["Wv"]))                              # (T, d)
-    rows = []                                                      # row i: weights[i][0..i]
+    weights = []                                                   # row i: weights[i][0..i]
     for i, q_i in enumerate(q):
         # 2. scores. The causal mask: the usual way fills s[i][j] for j > i with -inf, whose
         # exp is 0; here those scores are simply never computed, and their weights are 0.
+        # Speed: so nothing is spent on the T(T - 1)/2 scores the mask would hide.
         s = [fsum(map(mul, q_i, k_j)) / sqrt_d for k_j in k[:i + 1]]      # (i + 1)
         # 3. softmax, after subtracting the row maximum so that exp() cannot overflow
         top = max(s)
         e = [exp(z - top) for z in s]
         total = fsum(e)
-        rows.append([z / total for z in e])
+        weights.append([z / total for z in e])                     # (i + 1), sums to 1
     # 4. mix: map() stops at the shorter argument, so row i multiplies only v_0 .. v_i
-    mixed = matmul(rows, transpose(v))                             # (T, d)
+    mixed = matmul(weights, transpose(v))                          # (T, d)
     # 5. projection
     out = matmul(mixed, transpose(p["Wo"]))                        # (T, d)
-    weights = [r + [0.0] * (T - len(r)) for r in rows]             # (T, T), 0.0 above the diagonal
-    cache = {"x": x, "q": q, "k": k, "v": v, "weights": weights, "mixed": mixed}
+    # The cache keeps the weights as the full T×T matrix, 0.0 where the mask hides j > i.
+    square = [w + [0.0] * (T - len(w)) for w in weights]           # (T, T)
+    cache = {"x": x, "q": q, "k": k, "v": v, "weights": square, "mixed": mixed}
     return out, cache
 
 
@@ -342,7 +353,7 @@ def attention_backward(p, cache, d_out):
 
     The forward passes 1-5 walked back as 5, 4, 3, 2, 1.
     """
-    if not isinstance(cache, dict) or "mixed" not in cache:
+    if not isinstance(cache, dict) or not {"x", "q", "k", "v", "weights", "mixed"} <= set(cache):
         raise TypeError("attention_backward needs the cache attention_forward returned "
                         "(in the model's cache: cache['att'])")
     x, q, k, v = cache["x"], cache["q"], cache["k"], cache["v"]
@@ -362,18 +373,18 @@ def attention_backward(p, cache, d_out):
     d_weights = [[fsum(map(mul, dm, v_j)) for v_j in v[:i + 1]]
                  for i, dm in enumerate(d_mixed)]                  # row i: (i + 1)
     d_v = causal_mix_backward(weights, d_mixed)                    # (T, d)
-    # 3. weights = softmax(s) row by row, so:
-    #    d_s[i][j] = weights[i][j] * (d_weights[i][j] - sum_k weights[i][k] * d_weights[i][k])
-    #    The sums stop at j <= i because each d_weights row has i + 1 entries.
-    d_raw = []                                                     # gradient of q_i · k_j
+    # 3. weights = softmax(s) row by row, so, with mean_dw = sum_k weights[i][k] * d_weights[i][k]:
+    #    d_s[i][j] = weights[i][j] * (d_weights[i][j] - mean_dw)
+    #    zip() and map() stop at j <= i because each d_weights row has i + 1 entries.
+    d_s = []
     for w, dw in zip(weights, d_weights):
-        c = fsum(map(mul, w, dw))
-        # 2. s = (q_i · k_j) / sqrt(d): divide the gradient by the same sqrt(d)
-        d_raw.append([wj * (dwj - c) / sqrt_d for wj, dwj in zip(w, dw)])
-    # 2. so d_q_i = sum over j <= i of d_raw[i][j] * k_j, and
-    #    d_k_j = sum over i >= j of d_raw[i][j] * q_i
-    d_q = matmul(d_raw, transpose(k))                              # (T, d); rows stop at j = i
-    d_k = causal_mix_backward(d_raw, q)                            # (T, d)
+        mean_dw = fsum(map(mul, w, dw))                            # the weights' average of dw
+        d_s.append([wj * (dwj - mean_dw) for wj, dwj in zip(w, dw)])   # row i: (i + 1)
+    # 2. s[i][j] = (q_i · k_j) / sqrt(d), so the gradient of q_i · k_j is d_s[i][j] / sqrt(d),
+    #    d_q_i = sum over j <= i of that times k_j, and d_k_j = sum over i >= j of it times q_i
+    d_qk = [[g / sqrt_d for g in row] for row in d_s]              # row i: (i + 1)
+    d_q = matmul(d_qk, transpose(k))                               # (T, d); rows stop at j = i
+    d_k = causal_mix_backward(d_qk, q)                             # (T, d)
     # 1. q = x·Wq, k = x·Wk, v = x·Wv: three weight gradients, and x got all three, so
     #    d_x = d_q·Wqᵀ + d_k·Wkᵀ + d_v·Wvᵀ, summed as one dot product of 3d terms per entry
     x_cols = transpose(x)
@@ -381,7 +392,8 @@ def attention_backward(p, cache, d_out):
              "Wk": matmul(x_cols, transpose(d_k)),
              "Wv": matmul(x_cols, transpose(d_v)),
              "Wo": d_Wo}
-    d_qkv = [a + b + c for a, b, c in zip(d_q, d_k, d_v)]           # (T, 3d), rows side by side
+    # Speed: rows laid side by side make each entry of d_x one sum of 3d terms, not three
+    d_qkv = [a + b + c for a, b, c in zip(d_q, d_k, d_v)]           # (T, 3d)
     W_qkv = [a + b + c for a, b, c in zip(p["Wq"], p["Wk"], p["Wv"])]   # (d, 3d)
     d_x = matmul(d_qkv, W_qkv)                                     # (T, d)
     return grads, d_x
@@ -407,6 +419,8 @@ def init_params(vocab, d, hidden, max_len, seed):
             raise ValueError(f"{name} must be a positive size, not {n}")
     if type(seed) is not int:   # None would draw fresh numbers each call; "3" others than 3
         raise TypeError(f"seed must be an int, not {type(seed).__name__}")
+    if seed < 0:                # random.Random(-3) is random.Random(3): refuse, don't surprise
+        raise ValueError(f"seed must be 0 or more, not {seed}")
     rng = random.Random(seed)
 
     def gauss(rows, cols):
@@ -473,7 +487,7 @@ def check_ids(ids, vocab, what="token IDs"):
 def check_params(p):
     """Refuse anything but init_params' 18 tensors of one model size, naming what is wrong.
 
-    It reads each tensor's length and its first row's, never every row: one check per call.
+    It reads the length of each tensor and of each of its rows, never the numbers themselves.
     """
     if not isinstance(p, dict):
         raise TypeError(f"parameters must be the dict init_params returns, "
@@ -481,6 +495,9 @@ def check_params(p):
     missing = [name for name in PARAM_NAMES if name not in p]
     if missing:
         raise ValueError(f"parameters missing: {', '.join(missing)}")
+    unknown = [name for name in p if name not in PARAM_NAMES]
+    if unknown:
+        raise ValueError(f"parameters with unknown names: {', '.join(map(str, unknown))}")
     tensors = [p[name] for name in PARAM_NAMES]
     for name, t in zip(PARAM_NAMES, tensors):
         if not isinstance(t, (list, tuple)) or not t:
@@ -494,6 +511,9 @@ def check_params(p):
             raise ValueError(f"parameter {name} has shape {got}, but tok_emb, pos_emb and W1 "
                              f"make a model of V={V}, d={d}, H={H}, max_len={L}, where {name} "
                              f"is {want}")
+        if len(want) == 2 and any(len(row) != want[1] for row in t):
+            raise ValueError(f"parameter {name} has rows of different lengths; each row of "
+                             f"{name} must hold {want[1]} numbers")
 
 
 def forward(p, ids, use_positions=True):
@@ -517,10 +537,9 @@ def forward(p, ids, use_positions=True):
     # 1. embeddings: one row per token, plus one row per position
     tok_emb, pos_emb = p["tok_emb"], p["pos_emb"]
     if use_positions:
-        x0 = [[a + b for a, b in zip(tok_emb[i], pos_emb[t])] for t, i in enumerate(ids)]
+        x0 = [[a + b for a, b in zip(tok_emb[i], pos_emb[t])] for t, i in enumerate(ids)]  # (T, d)
     else:
-        x0 = [list(tok_emb[i]) for i in ids]
-    # x0: (T, d)
+        x0 = [list(tok_emb[i]) for i in ids]                       # (T, d), a copy
     # 2. attention, with a skip path around it
     h1, ln1 = layernorm_forward(x0, p["ln1_g"], p["ln1_b"])       # (T, d)
     a, att = attention_forward(p, h1)                              # (T, d)
@@ -564,6 +583,8 @@ def loss_and_dlogits(logits, targets):
         top = max(row)                                   # subtract the max: exp cannot overflow
         e = [exp(z - top) for z in row]
         total = fsum(e)
+        if not math.isfinite(total):                     # an inf or nan among the scores
+            raise ValueError(f"logits at position {len(losses)} are not all finite numbers")
         # -log softmax(row)[target] = top + log(total) - row[target], three terms: fsum
         losses.append(fsum((top, math.log(total), -row[target])))
         scale = total * T
@@ -581,11 +602,13 @@ def backward(p, cache, d_logits):
     added where they meet.
     """
     check_params(p)
-    if not isinstance(cache, dict) or "ids" not in cache or "hf" not in cache:
+    needed = {"ids", "use_positions", "x0", "ln1", "att", "ln2", "h2", "act", "lnf", "hf"}
+    if not isinstance(cache, dict) or not needed <= set(cache):
         raise TypeError("backward needs the cache that forward(p, ids) returned with the logits")
     ids = cache["ids"]
     T = len(ids)
     vocab = len(p["tok_emb"])
+    check_ids(ids, vocab, what="the cache's token IDs")
     made = (len(cache["x0"][0]), len(cache["act"][0]))        # (d, H) of the forward pass
     if made != (len(p["b2"]), len(p["b1"])) or T > len(p["pos_emb"]):
         raise ValueError(f"the cache comes from a model of width {made[0]} and hidden {made[1]} "
@@ -601,25 +624,28 @@ def backward(p, cache, d_logits):
     # 4. output scores: logits = hf · W_out + b_out, hf = LNF(x2)
     d_hf, g["W_out"], g["b_out"] = linear_backward(d_logits, cache["hf"], p["W_out"])
     d_x2, g["lnf_g"], g["lnf_b"] = layernorm_backward(d_hf, p["lnf_g"], cache["lnf"])
-    # 3. x2 = x1 + m, m = relu(h2 · W1 + b1) · W2 + b2, h2 = LN2(x1)
+    # 3. x2 = x1 + m, m = act · W2 + b2, act = relu(pre), pre = h2 · W1 + b1, h2 = LN2(x1)
+    d_m = d_x2                             # x2 = x1 + m: the MLP's output gets d_x2 as it is
     act = cache["act"]
-    g["W2"] = matmul_skipping_zeros(transpose(act), d_x2)         # (H, d): actᵀ · d_x2
-    g["b2"] = column_sums(d_x2)                                    # (d)
+    g["W2"] = matmul_skipping_zeros(transpose(act), d_m)          # (H, d): actᵀ · d_m
+    g["b2"] = column_sums(d_m)                                     # (d)
     # relu: the gradient passes only where its input was > 0, that is where act > 0
-    d_pre = masked_matmul(d_x2, p["W2"], where=act)                # (T, H): d_x2 · W2ᵀ, masked
-    d_W1 = matmul_skipping_zeros(transpose(d_pre), cache["h2"])   # (H, d): d_preᵀ · h2
-    g["W1"] = [list(col) for col in zip(*d_W1)]                    # (d, H): h2ᵀ · d_pre
+    d_pre = masked_matmul(d_m, p["W2"], where=act)                 # (T, H): d_m · W2ᵀ, masked
+    d_W1_T = matmul_skipping_zeros(transpose(d_pre), cache["h2"])  # (H, d): d_preᵀ · h2
+    g["W1"] = [list(col) for col in zip(*d_W1_T)]                  # (d, H): h2ᵀ · d_pre
     g["b1"] = column_sums(d_pre)                                   # (H)
-    d_h2 = matmul_skipping_zeros(d_pre, transpose(p["W1"]))        # (T, d): d_pre · W1ᵀ
+    # d_h2 = d_pre · W1ᵀ; matmul_skipping_zeros takes W1ᵀ by its rows, which are W1's columns
+    d_h2 = matmul_skipping_zeros(d_pre, transpose(p["W1"]))        # (T, d)
     d_x1_mlp, g["ln2_g"], g["ln2_b"] = layernorm_backward(d_h2, p["ln2_g"], cache["ln2"])
     d_x1 = add(d_x2, d_x1_mlp)             # skip path: straight through, plus through the MLP
     # 2. x1 = x0 + a, a = Attention(h1), h1 = LN1(x0)
-    att_grads, d_h1 = attention_backward(p, cache["att"], d_x1)
+    d_a = d_x1                             # x1 = x0 + a: attention's output gets d_x1 as it is
+    att_grads, d_h1 = attention_backward(p, cache["att"], d_a)
     g.update(att_grads)
     d_x0_att, g["ln1_g"], g["ln1_b"] = layernorm_backward(d_h1, p["ln1_g"], cache["ln1"])
     d_x0 = add(d_x1, d_x0_att)             # skip path: straight through, plus through attention
     # 1. x0[t] = tok_emb[ids[t]] + pos_emb[t]
-    d_pos_emb = zeros(len(p["pos_emb"]), len(p["pos_emb"][0]))    # rows past T stay 0
+    d_pos_emb = zeros(len(p["pos_emb"]), len(p["pos_emb"][0]))    # (max_len, d); past T: 0
     if cache["use_positions"]:
         d_pos_emb[:T] = d_x0
     g["pos_emb"] = d_pos_emb
@@ -627,13 +653,13 @@ def backward(p, cache, d_logits):
     positions = {}
     for t, i in enumerate(ids):
         positions.setdefault(i, []).append(d_x0[t])
-    d_tok_emb = zeros(vocab, len(p["tok_emb"][0]))
+    d_tok_emb = zeros(vocab, len(p["tok_emb"][0]))                 # (V, d)
     for i, rows in positions.items():
         d_tok_emb[i] = column_sums(rows) if len(rows) > 1 else list(rows[0])   # a copy: no
         # gradient row may be the same list as another (pos_emb's), or an update to one
         # would change both
     g["tok_emb"] = d_tok_emb
-    return {name: g[name] for name in p}
+    return {name: g[name] for name in PARAM_NAMES}
 
 
 def sequence_loss(p, ids, targets, use_positions=True):

@@ -199,6 +199,7 @@ class GradientTests(unittest.TestCase):
         p["b1"][0] -= pre - 1e-9
         report = gradient_check(p, x, y)
         self.assertIn(("b1", 0), report["kinks"])
+        self.assertEqual(report["parameters_checked"], 1060 - len(report["kinks"]))
         self.assertLess(report["max_abs_error"], TOLERANCE)
 
     def test_every_parameter_of_the_series_model_along_20_random_directions(self):
@@ -443,6 +444,66 @@ class BadInputTests(unittest.TestCase):
                 model.init_params(*args, seed=3)
         with self.assertRaisesRegex(TypeError, "d must be an int"):
             model.init_params(96, 16.0, 64, 64, seed=3)
+
+    def test_attention_refuses_rows_of_different_widths(self):
+        x = [[0.1] * 16, [0.2] * 15, [0.3] * 16]
+        with self.assertRaisesRegex(ValueError, r"rows of one width, not \[15, 16\]"):
+            model.attention_forward(self.p, x)
+
+    def test_attention_backward_refuses_a_cache_missing_a_part(self):
+        _, cache = model.attention_forward(self.p, [[0.1 * i for i in range(16)]] * 2)
+        del cache["q"]
+        with self.assertRaisesRegex(TypeError, "the cache attention_forward returned"):
+            model.attention_backward(self.p, cache, [[0.0] * 16] * 2)
+
+    def test_backward_refuses_a_cache_missing_a_part(self):
+        logits, cache = model.forward(self.p, [1, 2])
+        _, d_logits = model.loss_and_dlogits(logits, [2, 3])
+        for part in ("x0", "act", "att", "use_positions"):
+            broken = {k: v for k, v in cache.items() if k != part}
+            with self.subTest(missing=part), self.assertRaisesRegex(
+                    TypeError, "the cache that forward"):
+                model.backward(self.p, broken, d_logits)
+
+    def test_backward_refuses_a_cache_whose_ids_this_vocabulary_lacks(self):
+        logits, cache = model.forward(self.p, [1, 2])
+        _, d_logits = model.loss_and_dlogits(logits, [2, 3])
+        cache = dict(cache, ids=[1, 200])
+        with self.assertRaisesRegex(ValueError, re.escape("the cache's token IDs outside the "
+                                                          "vocabulary of size 96: [200]")):
+            model.backward(self.p, cache, d_logits)
+
+    def test_parameters_with_an_unknown_name_are_refused(self):
+        with self.assertRaisesRegex(ValueError, "parameters with unknown names: W3"):
+            model.forward({**self.p, "W3": [[0.0]]}, [1, 2])
+
+    def test_parameters_with_a_short_row_are_refused_naming_the_tensor(self):
+        W2 = [list(row) for row in self.p["W2"]]
+        W2[5] = W2[5][:-1]
+        with self.assertRaisesRegex(ValueError, "parameter W2 has rows of different lengths"):
+            model.forward({**self.p, "W2": W2}, [1, 2])
+
+    def test_layer_norm_backward_refuses_a_cache_with_a_row_missing(self):
+        x = [[1.0, 2.0, 4.0], [3.0, 1.0, 0.0]]
+        _, cache = model.layernorm_forward(x, [1.0] * 3, [0.0] * 3)
+        cache["std"] = cache["std"][:1]
+        with self.assertRaisesRegex(ValueError, "2 rows but 1 standard deviations"):
+            model.layernorm_backward(x, [1.0] * 3, cache)
+
+    def test_init_params_refuses_a_negative_seed(self):
+        with self.assertRaisesRegex(ValueError, "seed must be 0 or more, not -3"):
+            model.init_params(96, 16, 64, 64, seed=-3)
+
+    def test_scores_that_are_not_finite_are_refused(self):
+        for bad in (math.inf, math.nan, -math.inf):
+            logits = [[0.0, 1.0, 2.0], [0.0, bad, 2.0]]
+            if bad == -math.inf:       # one -inf score is a probability of 0: allowed
+                loss, _ = model.loss_and_dlogits(logits, [1, 2])
+                self.assertTrue(math.isfinite(loss))
+                continue
+            with self.subTest(score=bad), self.assertRaisesRegex(
+                    ValueError, "logits at position 1 are not all finite"):
+                model.loss_and_dlogits(logits, [1, 2])
 
     def test_shape_refuses_ragged_rows(self):
         with self.assertRaisesRegex(ValueError, "ragged"):
