@@ -373,8 +373,9 @@ def attention_backward(p, cache, d_out):
     d_weights = [[fsum(map(mul, dm, v_j)) for v_j in v[:i + 1]]
                  for i, dm in enumerate(d_mixed)]                  # row i: (i + 1)
     d_v = causal_mix_backward(weights, d_mixed)                    # (T, d)
-    # 3. weights = softmax(s) row by row, so, with mean_dw = sum_k weights[i][k] * d_weights[i][k]:
-    #    d_s[i][j] = weights[i][j] * (d_weights[i][j] - mean_dw)
+    # 3. weights = softmax(s) row by row, so
+    #    d_s[i][j] = weights[i][j] * (d_weights[i][j] - mean_dw), where
+    #    mean_dw = sum over k of weights[i][k] * d_weights[i][k]
     #    zip() and map() stop at j <= i because each d_weights row has i + 1 entries.
     d_s = []
     for w, dw in zip(weights, d_weights):
