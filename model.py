@@ -207,8 +207,9 @@ def masked_matmul(a, b_cols, where):
 
 
 def causal_mix_backward(a, b):
-    """aᵀ · b for a causal a given by its rows, row i holding a[i][0..i]: row j of the
-    result is the sum over the later positions i ≥ j of a[i][j] · b[i].
+    """aᵀ · b for a causal a given by its rows, row i holding at least a[i][0..i] (entries
+    past the diagonal, if any, are never read): row j of the result is the sum over the later
+    positions i ≥ j of a[i][j] · b[i].
 
     This is how gradient flows back to the keys and values: position j was seen by every
     position i ≥ j, so it collects from each of them.
