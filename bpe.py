@@ -427,10 +427,10 @@ def demo():
 def main(argv=None):
     """Run the command line; return the exit code."""
     parser = argparse.ArgumentParser(
-        description="The lab's BPE tokenizer. With no flag: a demo of the merges it learns "
+        description="The lab's BPE tokenizer. With no flag: a demo of the merges it learns\n"
                     "from corpus.txt and of the first story split into tokens.",
         epilog="examples:\n"
-               "  python3 bpe.py            # the merges with their counts, the first story split\n"
+               "  python3 bpe.py            # the merges and the first story, split\n"
                "  python3 bpe.py --check    # is tokenizer.json what corpus.txt trains to?\n"
                "  python3 bpe.py --write    # retrain after you change corpus.txt",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -475,4 +475,8 @@ def main(argv=None):
 #     |mia| has| a| red| hat|.| mia| goes| to| the| g|ar|d|en|.| at| the| g|ar|d|en|,| mia| gives| the| hat| to| ava|.| now| ava| has| the| red| hat|.|\n|
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:     # e.g. python3 bpe.py | head: the reader stopped early
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no second error
+        sys.exit(1)

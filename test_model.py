@@ -1004,6 +1004,13 @@ class CommandLineTests(unittest.TestCase):
             self.assertIn(flag, done.stdout)
             self.assertIn(f"python3 trace_block.py {flag}", done.stdout)
 
+    def test_help_of_each_command_fits_in_80_columns(self):
+        for script in ("trace_block.py", "bpe.py"):
+            done = run_script(script, "--help")
+            for line in done.stdout.splitlines():
+                with self.subTest(script=script, line=line):
+                    self.assertLessEqual(len(line), 79)
+
     def test_an_unknown_flag_is_refused_with_exit_code_2(self):
         for flag in ("--chek", "--writ", "check"):
             with self.subTest(flag=flag):
@@ -1288,6 +1295,16 @@ class TokenizerTests(unittest.TestCase):
         """Run python3 bpe.py with args; return the finished process."""
         return subprocess.run([sys.executable, os.path.join(HERE, "bpe.py"), *args],
                               capture_output=True, text=True, cwd=HERE)
+
+    def test_a_reader_that_stops_early_gets_no_traceback(self):
+        # python3 bpe.py | head: the pipe closes before the demo is printed
+        demo = subprocess.Popen([sys.executable, os.path.join(HERE, "bpe.py")], cwd=HERE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        demo.stdout.close()
+        errors = demo.stderr.read().decode()
+        demo.stderr.close()
+        self.assertEqual(demo.wait(), 1)
+        self.assertNotIn("Traceback", errors)
 
     def test_check_command_passes_on_the_committed_tokenizer(self):
         result = self.run_bpe("--check")

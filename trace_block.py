@@ -445,12 +445,12 @@ def can_print(text):
 def main(argv=None):
     """Run the command line; return the exit code."""
     parser = argparse.ArgumentParser(
-        description="Run the one-block transformer on real text and print, write or check "
+        description="Run the one-block transformer on real text and print, write or check\n"
                     "its recorded trace, block-trace.json. With no flag: print the trace.",
         epilog="examples:\n"
                "  python3 trace_block.py            # print the trace (JSON)\n"
                "  python3 trace_block.py --check    # is block-trace.json up to date?\n"
-               "  python3 trace_block.py --write    # record the trace after a deliberate change\n"
+               "  python3 trace_block.py --write    # record it after a deliberate change\n"
                "  python3 trace_block.py --show     # the position experiment, as pictures\n"
                "  python3 trace_block.py --time     # how long one training step takes",
         formatter_class=argparse.RawDescriptionHelpFormatter,
