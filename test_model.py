@@ -122,7 +122,8 @@ def nudged(p, u, h):
 
 def run_script(*args):
     """Run one of the lab's scripts with this Python; returns the CompletedProcess."""
-    env = dict(os.environ, PYTHONIOENCODING="utf-8")     # the pictures are not ASCII
+    # the pictures are not ASCII; argparse wraps --help to COLUMNS, so fix it at 80
+    env = dict(os.environ, PYTHONIOENCODING="utf-8", COLUMNS="80")
     return subprocess.run([sys.executable, *args], cwd=HERE, env=env, capture_output=True,
                           encoding="utf-8", timeout=120)
 
