@@ -76,15 +76,26 @@ def zeros(rows, cols):
     return [[0.0] * cols for _ in range(rows)]
 
 
+def width(m, who):
+    """The length of the rows of m (0 if it has none), refusing rows of different lengths on
+    behalf of `who`: zip() and map() would quietly stop at the shortest.
+
+    >>> width([[1.0, 2.0], [3.0, 4.0]], "add()")
+    2
+    """
+    widths = {len(row) for row in m}
+    if len(widths) > 1:
+        raise ValueError(f"{who} needs rows of one length, not {sorted(widths)}")
+    return widths.pop() if widths else 0
+
+
 def transpose(m):
     """The columns of a matrix, as tuples (a transposed copy).
 
     >>> transpose([[1, 2, 3], [4, 5, 6]])
     [(1, 4), (2, 5), (3, 6)]
     """
-    widths = {len(row) for row in m}
-    if len(widths) > 1:                    # zip() would stop at the shortest row
-        raise ValueError(f"transpose() needs rows of one length, not {sorted(widths)}")
+    width(m, "transpose()")
     return list(zip(*m))
 
 
@@ -99,7 +110,7 @@ def matmul(a, b_cols):
     """
     # map() would stop at the shorter of row and col, so a mismatch must be refused here. The
     # last row is the longest: a causal a (row i holding i + 1 entries) ends with a full row.
-    if a and b_cols and len(a[-1]) != len(b_cols[0]):
+    if a and b_cols and len(a[-1]) != width(b_cols, "matmul: b_cols"):
         raise ValueError(f"matmul: the rows of a have {len(a[-1])} entries but the columns of b "
                          f"have {len(b_cols[0])}; pass b by its columns, transpose(b)")
     # Speed: fsum(map(mul, ...)) written out, not through a dot() helper, saves a call per entry.
@@ -112,7 +123,7 @@ def add(a, b):
     >>> add([[1.0, 2.0]], [[0.5, 0.25]])
     [[1.5, 2.25]]
     """
-    if len(a) != len(b) or (a and len(a[0]) != len(b[0])):
+    if len(a) != len(b) or width(a, "add(): a") != width(b, "add(): b"):
         raise ValueError(f"add() needs two matrices of one shape, not {shape(a)} and {shape(b)}")
     return [[x + y for x, y in zip(ra, rb)] for ra, rb in zip(a, b)]
 
@@ -123,9 +134,7 @@ def column_sums(m):
     >>> column_sums([[0.1, 1.0], [0.2, 2.0], [0.3, 3.0]])
     [0.6, 6.0]
     """
-    widths = {len(row) for row in m}
-    if len(widths) > 1:                    # zip() would stop at the shortest row
-        raise ValueError(f"column_sums() needs rows of one length, not {sorted(widths)}")
+    width(m, "column_sums()")
     return [fsum(col) for col in zip(*m)]
 
 
@@ -139,15 +148,15 @@ def matmul_skipping_zeros(a, b):
     >>> matmul_skipping_zeros([[0.0, 2.0], [0.0, 0.0]], [[5.0, 6.0], [7.0, 8.0]])
     [[14.0, 16.0], [0.0, 0.0]]
     """
-    if not b or (a and len(a[0]) != len(b)):   # compress() would stop at the shorter one
-        raise ValueError(f"matmul_skipping_zeros: the rows of a have {len(a[0]) if a else 0} "
-                         f"entries but b has {len(b)} rows")
-    width = len(b[0])
+    n, m = width(a, "matmul_skipping_zeros: a"), width(b, "matmul_skipping_zeros: b")
+    if not b or (a and n != len(b)):             # compress() would stop at the shorter one
+        raise ValueError(f"matmul_skipping_zeros: the rows of a have {n} entries but b has "
+                         f"{len(b)} rows")
     out = []
     for row in a:
         values = list(compress(row, row))            # the entries that are not 0.0 (false)
         if not values:
-            out.append([0.0] * width)
+            out.append([0.0] * m)
             continue
         b_cols = zip(*compress(b, row))              # the columns of the rows of b they meet
         # Speed: the skipped products are those of the relu's zeros, about half of them
@@ -161,7 +170,7 @@ def linear(x, W, b):
     >>> linear([[1.0, 2.0]], [[1.0, 0.0], [0.0, 1.0]], [0.5, -0.5])
     [[1.5, 1.5]]
     """
-    if not W or len(b) != len(W[0]) or (x and len(x[0]) != len(W)):
+    if not W or len(b) != width(W, "linear: W") or (x and width(x, "linear: x") != len(W)):
         raise ValueError(f"linear needs x (T, n), W (n, m) and b (m), not x {shape(x)}, "
                          f"W {shape(W)} and b ({len(b)},)")
     W_cols = transpose(W)
@@ -196,8 +205,9 @@ def masked_matmul(a, b_cols, where):
     >>> masked_matmul([[1.0, 2.0]], [[3.0, 4.0], [5.0, 6.0]], where=[[0.5, 0.0]])
     [[11.0, 0.0]]
     """
-    if a and (len(where) != len(a) or len(where[0]) != len(b_cols)
-              or len(a[0]) != len(b_cols[0])):          # zip() and map() would cut them short
+    if a and (len(where) != len(a) or width(where, "masked_matmul: where") != len(b_cols)
+              or width(a, "masked_matmul: a") != width(b_cols, "masked_matmul: b_cols")):
+        # zip() and map() would cut them short
         raise ValueError(f"masked_matmul needs a (T, n), b_cols (m, n) and where (T, m), not "
                          f"a {shape(a)}, b_cols {shape(b_cols)} and where {shape(where)}")
     # Speed: the entries the relu zeroes are never computed (about half of them)

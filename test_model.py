@@ -688,6 +688,22 @@ class BadInputTests(unittest.TestCase):
             with self.subTest(a=a, b=b), self.assertRaisesRegex(ValueError, message):
                 model.causal_mix_backward(a, b)
 
+    def test_the_list_helpers_refuse_ragged_rows_instead_of_cutting_them_short(self):
+        ragged, I = [[1.0, 2.0], [3.0]], [[1.0, 0.0], [0.0, 1.0]]
+        for name, call in (("linear", lambda: model.linear(ragged, I, [0.0, 0.0])),
+                           ("add", lambda: model.add(ragged, I)),
+                           ("add, b", lambda: model.add(I, ragged)),
+                           ("matmul, b_cols", lambda: model.matmul(I, ragged)),
+                           ("masked_matmul", lambda: model.masked_matmul(ragged, I, I)),
+                           ("masked_matmul, where", lambda: model.masked_matmul(I, I, ragged)),
+                           ("matmul_skipping_zeros",
+                            lambda: model.matmul_skipping_zeros(ragged, I)),
+                           ("matmul_skipping_zeros, b",
+                            lambda: model.matmul_skipping_zeros(I, ragged))):
+            with self.subTest(name), self.assertRaisesRegex(
+                    ValueError, r"needs rows of one length, not \[1, 2\]"):
+                call()
+
     def test_transpose_refuses_ragged_rows(self):
         with self.assertRaisesRegex(ValueError, r"rows of one length, not \[1, 2\]"):
             model.transpose([[1.0, 2.0], [3.0]])
