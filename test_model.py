@@ -93,11 +93,7 @@ def numeric_gradients():
 def backward_error():
     """The largest |central difference - backward()| on the small copy, with whatever
     model.backward (and the functions it calls) are at the moment of the call."""
-    p = tiny_params()
-    x, y = ball_example()
-    logits, cache = model.forward(p, x)
-    _, d_logits = model.loss_and_dlogits(logits, y)
-    grads = model.backward(p, cache, d_logits)
+    grads = trace_block.backward_gradients(tiny_params(), *ball_example())
     return trace_block.compare_gradients(grads, *numeric_gradients())["max_abs_error"]
 
 
@@ -216,9 +212,7 @@ class GradientTests(unittest.TestCase):
         tok, p = tokenizer(), series_params()
         ids = tok.encode(trace_block.first_story())
         x, y = ids[:-1], ids[1:]
-        logits, cache = model.forward(p, x)
-        _, d_logits = model.loss_and_dlogits(logits, y)
-        grads = model.backward(p, cache, d_logits)
+        grads = trace_block.backward_gradients(p, x, y)
         rng = random.Random(7)
         h = 1e-5
         worst = 0.0
@@ -1121,10 +1115,7 @@ class ReadmeTests(unittest.TestCase):
     def test_the_figures_the_readme_quotes_are_the_ones_the_code_gives(self):
         text = (HERE / "README.md").read_text(encoding="utf-8")
         t = fresh_trace()
-        p = tiny_params()
-        x, y = ball_example()
-        logits, cache = model.forward(p, x)
-        grads = model.backward(p, cache, model.loss_and_dlogits(logits, y)[1])
+        grads = trace_block.backward_gradients(tiny_params(), *ball_example())
         report = trace_block.compare_gradients(grads, *numeric_gradients())
         quoted = {
             "initial loss": f"`initial_loss`: {t['initial_loss']}",
