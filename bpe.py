@@ -17,6 +17,10 @@ But:
 - training is the plain textbook loop that recounts every pair after every
   merge: quick for a small corpus like ours, slow for a big one.
 
+The file reads: the BPE steps, the tokenizer, the command line, then the
+input checks (which can be skipped: each entry point calls its check in one
+line).
+
 Run:
     python3 bpe.py            # demo: the merges with their counts, the first story in tokens
     python3 bpe.py --write    # train on corpus.txt and write tokenizer.json
@@ -30,6 +34,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS_PATH = os.path.join(HERE, "corpus.txt")
@@ -58,16 +63,8 @@ def split_chunks(text, pattern=PATTERN):
     >>> split_chunks("at  the garden, ")
     ['at', ' ', ' the', ' garden', ',', ' ']
     """
-    chunks, end = [], 0
-    for match in re.finditer(pattern, text):
-        if match.start() != end:   # a custom pattern could skip text: refuse, never drop it
-            raise ValueError(f"the pattern {pattern!r} skips {text[end:match.start()]!r} "
-                             f"at position {end}")
-        if match.end() > end:
-            chunks.append(match.group())
-            end = match.end()
-    if end != len(text):
-        raise ValueError(f"the pattern {pattern!r} skips {text[end:]!r} at position {end}")
+    chunks = [match.group() for match in re.finditer(pattern, text) if match.group()]
+    check_chunks_cover(chunks, text, pattern)   # a pattern that skips text would drop it
     return chunks
 
 
@@ -89,8 +86,7 @@ def best_pair(counts):
     >>> best_pair({(4, 0): 2, (0, 1): 2, (1, 3): 1})
     (0, 1)
     """
-    if not counts:
-        raise ValueError("no pair to merge: the counts are empty (every chunk is one token)")
+    check_counts(counts)
     # Tie rule: among pairs with the same count, the smallest (left id, right id)
     # wins, so the result never depends on the order the counts were filled in.
     return min(counts, key=lambda pair: (-counts[pair], pair))
@@ -104,9 +100,7 @@ def merge(ids, pair, new_id):
     >>> merge([0, 0, 0], (0, 0), 4)  # "aaa": the first two merge, the last one is left over
     [4, 0]
     """
-    # A list [1, 2] never equals the tuple (ids[i], ids[i + 1]): it would merge nothing.
-    if not isinstance(pair, tuple) or len(pair) != 2:
-        raise TypeError(f"pair must be a tuple of two token ids, such as (1, 2), not {pair!r}")
+    check_pair(pair)
     out, i = [], 0
     while i < len(ids):
         if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
@@ -127,16 +121,8 @@ def learn_merges(text, vocab_size, pattern=PATTERN):
     >>> merges, counts
     ([(0, 0), (0, 1), (4, 5)], [4, 2, 2])
     """
-    if not isinstance(text, str):
-        raise TypeError(f"training text must be a str, not {type(text).__name__}")
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
-        raise TypeError(f"vocabulary size must be an int, not {vocab_size!r}")
-    if not text:
-        raise ValueError("cannot train on an empty text")
+    check_training(text, vocab_size, pattern)
     vocab = sorted(set(text))  # the base alphabet: ids 0..A-1 in code-point order
-    if vocab_size < len(vocab):
-        raise ValueError(f"vocabulary size {vocab_size} is smaller than the base alphabet: "
-                         f"the text has {len(vocab)} different characters")
     char_id = {char: i for i, char in enumerate(vocab)}
     # Count each distinct chunk once, with how often it occurs: far faster than
     # walking the whole text at every step, and the same pair counts.
@@ -150,17 +136,10 @@ def learn_merges(text, vocab_size, pattern=PATTERN):
         pair_counts = {}
         for ids, weight in zip(words, weights):
             count_pairs(ids, pair_counts, weight)
-        if not pair_counts:
-            raise ValueError(f"vocabulary size {vocab_size} is out of reach: after "
-                             f"{len(merges)} merges every chunk of the text is one token, "
-                             f"{len(vocab)} tokens in all")
+        check_merge_possible(pair_counts, vocab, merges, vocab_size)
         pair = best_pair(pair_counts)
         new_id, new_token = len(vocab), vocab[pair[0]] + vocab[pair[1]]
-        if new_token in vocab:
-            # Possible in principle ("a"+"bc" after "ab"+"c"); tokenizer.json maps
-            # token -> id, so two ids cannot share one string.
-            raise ValueError(f"merge {len(merges)} would make {new_token!r} a second time "
-                             f"(it is already token {vocab.index(new_token)})")
+        check_new_token(new_token, vocab, len(merges))
         words = [merge(ids, pair, new_id) for ids in words]
         vocab.append(new_token)
         merges.append(pair)
@@ -174,56 +153,15 @@ class Tokenizer:
     """A trained BPE tokenizer: token strings (index = id), merges in rank order, chunk pattern."""
 
     def __init__(self, vocab, merges, pattern=PATTERN):
-        """Build from vocab (token strings, index = id) and merges; refuse them if they disagree."""
-        for name, value in (("vocab", vocab), ("merges", merges)):
-            if not isinstance(value, (list, tuple)):
-                raise TypeError(f"{name} must be a list, not {type(value).__name__}")
-        if not isinstance(pattern, str):
-            raise TypeError(f"pattern must be a str, not {type(pattern).__name__}")
-        try:
-            self.pattern = re.compile(pattern)
-        except re.error as error:
-            raise ValueError(f"pattern {pattern!r} is not a regular expression: {error}") from None
-        for i, token in enumerate(vocab):
-            if not isinstance(token, str):
-                raise TypeError(f"token {i} must be a str, not {token!r}")
-            if not token:
-                raise ValueError(f"token {i} is the empty string")
-        if len(set(vocab)) != len(vocab):
-            twice = sorted({token for token in vocab if vocab.count(token) > 1})
-            raise ValueError(f"tokens appear more than once in vocab: {twice}")
-        alphabet_size = len(vocab) - len(merges)  # ids below it are the base alphabet
-        if alphabet_size < 1:
-            raise ValueError(f"{len(merges)} merges but only {len(vocab)} tokens: "
-                             f"no room for a base alphabet")
-        for i in range(alphabet_size):
-            if len(vocab[i]) != 1:
-                raise ValueError(f"token {i} {vocab[i]!r} is in the base alphabet (ids 0.."
-                                 f"{alphabet_size - 1}) but is not a single character")
+        """Build from vocab (token strings, index = id) and merges, [left, right] token strings."""
+        check_tokenizer_parts(vocab, merges, pattern)
         self.vocab = list(vocab)
-        self.alphabet_size = alphabet_size
+        self.pattern = re.compile(pattern)
+        self.alphabet_size = len(vocab) - len(merges)  # ids below it are the base alphabet
         self._ids = {token: i for i, token in enumerate(vocab)}
-        self._merged = {}  # (left id, right id) -> merged id; a smaller id was learned earlier
-        for rank, pair in enumerate(merges):
-            if (not isinstance(pair, (list, tuple)) or len(pair) != 2
-                    or not all(isinstance(part, str) for part in pair)):
-                raise TypeError(f"merge {rank} must be a [left, right] pair of strings, "
-                                f"not {pair!r}")
-            left, right = pair
-            new_id = alphabet_size + rank
-            for part in (left, right):
-                if part not in self._ids:
-                    raise ValueError(f"merge {rank} {[left, right]}: part {part!r} is not in vocab")
-                if self._ids[part] >= new_id:
-                    raise ValueError(f"merge {rank} {[left, right]} uses {part!r} (token "
-                                     f"{self._ids[part]}) before it is made")
-            if left + right not in self._ids:
-                raise ValueError(f"merge {rank} {[left, right]} makes {left + right!r}, "
-                                 f"which is not in vocab")
-            if vocab[new_id] != left + right:
-                raise ValueError(f"merge {rank} {[left, right]} must make token {new_id}, but "
-                                 f"token {new_id} is {vocab[new_id]!r}, not {left + right!r}")
-            self._merged[self._ids[left], self._ids[right]] = new_id
+        # (left id, right id) -> merged id; merge number `rank` made token alphabet_size + rank
+        self._merged = {(self._ids[left], self._ids[right]): self.alphabet_size + rank
+                        for rank, (left, right) in enumerate(merges)}
 
     @property
     def merges(self):
@@ -231,93 +169,17 @@ class Tokenizer:
         # A dict keeps insertion order, and _merged was filled in rank order.
         return [[self.vocab[left], self.vocab[right]] for left, right in self._merged]
 
-    # ---- training, saving, loading
-
     @classmethod
     def train(cls, text, vocab_size, pattern=PATTERN):
         """Learn a tokenizer with vocab_size tokens from text."""
         vocab, merges, _ = learn_merges(text, vocab_size, pattern)
         return cls(vocab, [(vocab[left], vocab[right]) for left, right in merges], pattern)
 
-    def to_json(self):
-        """The tokenizer as JSON text: one vocab entry and one merge per line, in id order."""
-        def dump(value):
-            return json.dumps(value, ensure_ascii=False)
-        vocab = ",\n".join(f"    {dump(token)}: {i}" for i, token in enumerate(self.vocab))
-        merges = ",\n".join(f"    {dump(pair)}" for pair in self.merges)
-        return (f'{{\n  "version": {FORMAT_VERSION},\n  "pattern": {dump(self.pattern.pattern)},\n'
-                f'  "vocab": {{\n{vocab}\n  }},\n'
-                f'  "merges": [\n{merges}\n  ]\n}}\n')
-
-    def save(self, path):
-        """Write the tokenizer to path as JSON (UTF-8, "\\n" line ends on every system)."""
-        with open(path, "w", encoding="utf-8", newline="\n") as file:
-            file.write(self.to_json())
-
-    @classmethod
-    def load(cls, path):
-        """Read a tokenizer that save() wrote; refuse a file that is not one, saying why."""
-        with open(path, encoding="utf-8") as file:  # a missing file raises FileNotFoundError
-            try:
-                text = file.read()
-            except UnicodeDecodeError as error:
-                raise ValueError(f"{path} is not UTF-8 text: {error}") from None
-        try:
-            data = json.loads(text, object_pairs_hook=_refuse_repeated_keys)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path} is not JSON: {error}") from None
-        try:
-            return cls.from_dict(data)
-        except (TypeError, ValueError) as error:
-            raise type(error)(f"{path}: {error}") from None
-
-    @classmethod
-    def from_dict(cls, data):
-        """Build from the parsed JSON of tokenizer.json, checking each field is there and typed."""
-        if not isinstance(data, dict):
-            raise TypeError(f"expected a JSON object, not {type(data).__name__}")
-        missing = [field for field in FIELDS if field not in data]
-        if missing:
-            raise ValueError(f"missing field(s): {', '.join(missing)}")
-        unknown = [field for field in data if field not in FIELDS]
-        if unknown:
-            raise ValueError(f"unknown field(s): {', '.join(unknown)}")
-        version, pattern, vocab, merges = (data[field] for field in FIELDS)
-        if isinstance(version, bool) or not isinstance(version, int):
-            raise TypeError(f"field 'version' must be an integer, not {version!r}")
-        if version != FORMAT_VERSION:
-            raise ValueError(f"version {version} is not supported "
-                             f"(this bpe.py reads version {FORMAT_VERSION})")
-        if not isinstance(pattern, str):
-            raise TypeError(f"field 'pattern' must be a string, not {type(pattern).__name__}")
-        if not isinstance(vocab, dict):
-            raise TypeError(f"field 'vocab' must be an object (token -> id), "
-                            f"not {type(vocab).__name__}")
-        for token, i in vocab.items():
-            if isinstance(i, bool) or not isinstance(i, int):
-                raise TypeError(f"vocab id of {token!r} must be an integer, not {i!r}")
-        ids = sorted(vocab.values())
-        if ids != list(range(len(vocab))):
-            missing = sorted(set(range(len(vocab))) - set(ids))
-            outside = sorted(set(ids) - set(range(len(vocab))))
-            repeated = sorted({i for i in ids if ids.count(i) > 1})
-            raise ValueError(f"vocab ids must run 0..{len(vocab) - 1}, each once; missing: "
-                             f"{missing[:5]}, outside: {outside[:5]}, repeated: {repeated[:5]}")
-        if not isinstance(merges, list):
-            raise TypeError(f"field 'merges' must be a list, not {type(merges).__name__}")
-        tokens = sorted(vocab, key=vocab.get)  # index = id
-        return cls(tokens, merges, pattern)
-
     # ---- encoding and decoding
 
     def encode(self, text):
         """Token ids of text: cut it into chunks, then merge within each chunk in rank order."""
-        if not isinstance(text, str):
-            raise TypeError(f"encode takes a str, not {type(text).__name__}")
-        for position, char in enumerate(text):
-            if char not in self._ids:  # every one-character token is in the base alphabet
-                raise ValueError(f"character {char!r} at position {position} is not in the "
-                                 f"tokenizer's alphabet")
+        check_text(text, self._ids)
         ids = []
         for chunk in split_chunks(text, self.pattern):
             chunk_ids = [self._ids[char] for char in chunk]
@@ -338,15 +200,98 @@ class Tokenizer:
 
     def decode(self, ids):
         """The text of a list of token ids: their token strings joined."""
-        if not isinstance(ids, list):
-            raise TypeError(f"decode takes a list of token ids, not {type(ids).__name__}")
-        for position, i in enumerate(ids):
-            if isinstance(i, bool) or not isinstance(i, int):  # True is an int in Python; refuse it
-                raise TypeError(f"token id at position {position} must be an int, not {i!r}")
-            if not 0 <= i < len(self.vocab):
-                raise ValueError(f"token id {i} at position {position} is outside the vocabulary "
-                                 f"of size {len(self.vocab)} (ids 0..{len(self.vocab) - 1})")
+        check_ids(ids, len(self.vocab))
         return "".join(self.vocab[i] for i in ids)
+
+    # ---- saving and loading
+
+    def to_json(self):
+        """The tokenizer as JSON text: one vocab entry and one merge per line, in id order."""
+        def dump(value):
+            return json.dumps(value, ensure_ascii=False)
+        vocab = ",\n".join(f"    {dump(token)}: {i}" for i, token in enumerate(self.vocab))
+        merges = ",\n".join(f"    {dump(pair)}" for pair in self.merges)
+        return (f'{{\n  "version": {FORMAT_VERSION},\n  "pattern": {dump(self.pattern.pattern)},\n'
+                f'  "vocab": {{\n{vocab}\n  }},\n'
+                f'  "merges": [\n{merges}\n  ]\n}}\n')
+
+    def save(self, path):
+        """Write the tokenizer to path as JSON (UTF-8, "\\n" line ends on every system); the old
+        file is replaced only once the new one is whole (see write_atomically)."""
+        write_atomically(path, self.to_json())
+
+    @classmethod
+    def load(cls, path):
+        """Read a tokenizer that save() wrote; refuse a file that is not one, saying why."""
+        text = read_text(path)      # a missing file raises FileNotFoundError
+        try:
+            data = json.loads(text, object_pairs_hook=_refuse_repeated_keys)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path} is not JSON: {error}") from None
+        except RecursionError:
+            raise ValueError(f"{path} is not a tokenizer: its JSON is nested too deep") from None
+        try:
+            return cls.from_dict(data)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"{path}: {error}") from None
+
+    @classmethod
+    def from_dict(cls, data):
+        """Build from the parsed JSON of tokenizer.json."""
+        check_fields(data)
+        tokens = sorted(data["vocab"], key=data["vocab"].get)  # index = id
+        return cls(tokens, data["merges"], data["pattern"])
+
+
+# ---------------------------------------------------------------- files
+
+def read_text(path):
+    """The text of a UTF-8 file, exactly as stored (line ends untouched)."""
+    with open(path, "rb") as file:      # a missing file raises FileNotFoundError
+        data = file.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path} is not UTF-8 text: byte {error.start} is "
+                         f"{data[error.start:error.start + 1]!r}") from None
+
+
+def write_atomically(path, text):
+    """Write text to path as UTF-8 so that path is never left half written: the text goes to a
+    temporary file in the same folder, which replaces path only once it is complete. On any
+    failure the old file is untouched and the temporary one removed."""
+    data = text.encode("utf-8")
+    folder = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path),
+                                         suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        if os.path.exists(path):        # keep the old file's permissions
+            os.chmod(temporary, os.stat(path).st_mode & 0o777)
+        else:
+            os.chmod(temporary, 0o666 & ~current_umask())
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.remove(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def current_umask():
+    """The process's umask (os has no way to read it without setting it)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def read_corpus(path=CORPUS_PATH):
+    """The corpus text, exactly as stored (UTF-8, line ends untouched)."""
+    return read_text(path)
 
 
 def _refuse_repeated_keys(pairs):
@@ -361,12 +306,6 @@ def _refuse_repeated_keys(pairs):
 
 # ---------------------------------------------------------------- command line
 
-def read_corpus(path=CORPUS_PATH):
-    """The corpus text, exactly as stored (UTF-8, line ends untouched)."""
-    with open(path, encoding="utf-8", newline="") as file:
-        return file.read()
-
-
 def check(corpus_path=CORPUS_PATH, tokenizer_path=TOKENIZER_PATH, out=None):
     """Compare tokenizer_path with what corpus_path trains to; print what differs; return 0 or 1."""
     out = sys.stdout if out is None else out
@@ -374,12 +313,11 @@ def check(corpus_path=CORPUS_PATH, tokenizer_path=TOKENIZER_PATH, out=None):
     fix = "to fix it, run: python3 bpe.py --write"
     expected = Tokenizer.train(read_corpus(corpus_path), VOCAB_SIZE).to_json()
     try:
-        with open(tokenizer_path, encoding="utf-8", newline="") as file:
-            actual = file.read()
+        actual = read_text(tokenizer_path)
     except FileNotFoundError:
         print(f"{name} is missing ({tokenizer_path}); {fix}", file=out)
         return 1
-    except UnicodeDecodeError:
+    except ValueError:
         print(f"{name} is not UTF-8 text; {fix}", file=out)
         return 1
     if actual == expected:
@@ -456,6 +394,184 @@ def main(argv=None):
     except FileNotFoundError as error:
         print(f"cannot read {error.filename}: no such file", file=sys.stderr)
         return 1
+
+
+# ---------------------------------------------------------------- input checks
+#
+# Each function above calls its check in one line; the checks below refuse what
+# would give a wrong answer or a raw error, with a message that says what is wrong.
+
+def check_chunks_cover(chunks, text, pattern):
+    """Refuse a split that lost part of text (a custom pattern can skip characters)."""
+    if "".join(chunks) == text:
+        return
+    end = 0
+    for match in re.finditer(pattern, text):    # find the first character no chunk covers
+        if match.group() and match.start() > end:
+            skipped = text[end:match.start()]
+            break
+        end = max(end, match.end())
+    else:
+        skipped = text[end:]
+    raise ValueError(f"the pattern {getattr(pattern, 'pattern', pattern)!r} skips {skipped!r} "
+                     f"at position {end}")
+
+
+def check_counts(counts):
+    """Refuse empty pair counts: there is nothing left to merge."""
+    if not counts:
+        raise ValueError("no pair to merge: the counts are empty (every chunk is one token)")
+
+
+def check_pair(pair):
+    """Refuse a pair that is not a tuple of two ids."""
+    # A list [1, 2] never equals the tuple (ids[i], ids[i + 1]): it would merge nothing.
+    if not isinstance(pair, tuple) or len(pair) != 2:
+        raise TypeError(f"pair must be a tuple of two token ids, such as (1, 2), not {pair!r}")
+
+
+def check_pattern(pattern):
+    """Refuse a pattern that is not a regular expression."""
+    if isinstance(pattern, re.Pattern):
+        return
+    if not isinstance(pattern, str):
+        raise TypeError(f"pattern must be a str, not {type(pattern).__name__}")
+    try:
+        re.compile(pattern)
+    except re.error as error:
+        raise ValueError(f"pattern {pattern!r} is not a regular expression: {error}") from None
+
+
+def check_training(text, vocab_size, pattern):
+    """Refuse a text, a vocabulary size or a pattern that training cannot use."""
+    if not isinstance(text, str):
+        raise TypeError(f"training text must be a str, not {type(text).__name__}")
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
+        raise TypeError(f"vocabulary size must be an int, not {vocab_size!r}")
+    if not text:
+        raise ValueError("cannot train on an empty text")
+    alphabet = len(set(text))
+    if vocab_size < alphabet:
+        raise ValueError(f"vocabulary size {vocab_size} is smaller than the base alphabet: "
+                         f"the text has {alphabet} different characters")
+    check_pattern(pattern)
+
+
+def check_merge_possible(pair_counts, vocab, merges, vocab_size):
+    """Refuse to go on when no pair is left: every chunk is already one token."""
+    if not pair_counts:
+        raise ValueError(f"vocabulary size {vocab_size} is out of reach: after "
+                         f"{len(merges)} merges every chunk of the text is one token, "
+                         f"{len(vocab)} tokens in all")
+
+
+def check_new_token(new_token, vocab, rank):
+    """Refuse a merge whose token exists already ("a"+"bc" after "ab"+"c"): tokenizer.json
+    maps token -> id, so two ids cannot share one string."""
+    if new_token in vocab:
+        raise ValueError(f"merge {rank} would make {new_token!r} a second time "
+                         f"(it is already token {vocab.index(new_token)})")
+
+
+def check_tokenizer_parts(vocab, merges, pattern):
+    """Refuse vocab, merges and pattern unless they make one consistent tokenizer."""
+    for name, value in (("vocab", vocab), ("merges", merges)):
+        if not isinstance(value, (list, tuple)):
+            raise TypeError(f"{name} must be a list, not {type(value).__name__}")
+    check_pattern(pattern)
+    for i, token in enumerate(vocab):
+        if not isinstance(token, str):
+            raise TypeError(f"token {i} must be a str, not {token!r}")
+        if not token:
+            raise ValueError(f"token {i} is the empty string")
+    if len(set(vocab)) != len(vocab):
+        twice = sorted({token for token in vocab if vocab.count(token) > 1})
+        raise ValueError(f"tokens appear more than once in vocab: {twice}")
+    alphabet_size = len(vocab) - len(merges)
+    if alphabet_size < 1:
+        raise ValueError(f"{len(merges)} merges but only {len(vocab)} tokens: "
+                         f"no room for a base alphabet")
+    for i in range(alphabet_size):
+        if len(vocab[i]) != 1:
+            raise ValueError(f"token {i} {vocab[i]!r} is in the base alphabet (ids 0.."
+                             f"{alphabet_size - 1}) but is not a single character")
+    ids = {token: i for i, token in enumerate(vocab)}
+    for rank, pair in enumerate(merges):
+        if (not isinstance(pair, (list, tuple)) or len(pair) != 2
+                or not all(isinstance(part, str) for part in pair)):
+            raise TypeError(f"merge {rank} must be a [left, right] pair of strings, "
+                            f"not {pair!r}")
+        left, right = pair
+        new_id = alphabet_size + rank
+        for part in (left, right):
+            if part not in ids:
+                raise ValueError(f"merge {rank} {[left, right]}: part {part!r} is not in vocab")
+            if ids[part] >= new_id:
+                raise ValueError(f"merge {rank} {[left, right]} uses {part!r} (token "
+                                 f"{ids[part]}) before it is made")
+        if left + right not in ids:
+            raise ValueError(f"merge {rank} {[left, right]} makes {left + right!r}, "
+                             f"which is not in vocab")
+        if vocab[new_id] != left + right:
+            raise ValueError(f"merge {rank} {[left, right]} must make token {new_id}, but "
+                             f"token {new_id} is {vocab[new_id]!r}, not {left + right!r}")
+
+
+def check_fields(data):
+    """Refuse parsed JSON unless it holds tokenizer.json's four fields, each of its type."""
+    if not isinstance(data, dict):
+        raise TypeError(f"expected a JSON object, not {type(data).__name__}")
+    missing = [field for field in FIELDS if field not in data]
+    if missing:
+        raise ValueError(f"missing field(s): {', '.join(missing)}")
+    unknown = [field for field in data if field not in FIELDS]
+    if unknown:
+        raise ValueError(f"unknown field(s): {', '.join(unknown)}")
+    version, pattern, vocab, merges = (data[field] for field in FIELDS)
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise TypeError(f"field 'version' must be an integer, not {version!r}")
+    if version != FORMAT_VERSION:
+        raise ValueError(f"version {version} is not supported "
+                         f"(this bpe.py reads version {FORMAT_VERSION})")
+    if not isinstance(pattern, str):
+        raise TypeError(f"field 'pattern' must be a string, not {type(pattern).__name__}")
+    if not isinstance(vocab, dict):
+        raise TypeError(f"field 'vocab' must be an object (token -> id), "
+                        f"not {type(vocab).__name__}")
+    for token, i in vocab.items():
+        if isinstance(i, bool) or not isinstance(i, int):
+            raise TypeError(f"vocab id of {token!r} must be an integer, not {i!r}")
+    ids = sorted(vocab.values())
+    if ids != list(range(len(vocab))):
+        missing = sorted(set(range(len(vocab))) - set(ids))
+        outside = sorted(set(ids) - set(range(len(vocab))))
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        raise ValueError(f"vocab ids must run 0..{len(vocab) - 1}, each once; missing: "
+                         f"{missing[:5]}, outside: {outside[:5]}, repeated: {repeated[:5]}")
+    if not isinstance(merges, list):
+        raise TypeError(f"field 'merges' must be a list, not {type(merges).__name__}")
+
+
+def check_text(text, alphabet):
+    """Refuse anything but a str whose every character is in the tokenizer's alphabet."""
+    if not isinstance(text, str):
+        raise TypeError(f"encode takes a str, not {type(text).__name__}")
+    for position, char in enumerate(text):
+        if char not in alphabet:    # every one-character token is in the base alphabet
+            raise ValueError(f"character {char!r} at position {position} is not in the "
+                             f"tokenizer's alphabet")
+
+
+def check_ids(ids, vocab_size):
+    """Refuse anything but a list of int ids in 0..vocab_size-1."""
+    if not isinstance(ids, list):
+        raise TypeError(f"decode takes a list of token ids, not {type(ids).__name__}")
+    for position, i in enumerate(ids):
+        if isinstance(i, bool) or not isinstance(i, int):  # True is an int in Python; refuse it
+            raise TypeError(f"token id at position {position} must be an int, not {i!r}")
+        if not 0 <= i < vocab_size:
+            raise ValueError(f"token id {i} at position {position} is outside the vocabulary "
+                             f"of size {vocab_size} (ids 0..{vocab_size - 1})")
 
 
 # What `python3 bpe.py` prints (abridged at "..."; the tests check that every

@@ -3,36 +3,36 @@
 For token IDs `ids` of length T the model computes
 
     x0     = tok_emb[ids] + pos_emb[0:T]          token plus position embeddings
-    x1     = x0 + Attention(LN1(x0))              skip path around attention
-    x2     = x1 + MLP(LN2(x1))                    skip path around the MLP
-    logits = LNF(x2) · W_out + b_out              a score for every token at every position
+    x1     = x0 + Attention(LN1(x0))              pre-norm attention, a skip path around it
+    x2     = x1 + MLP(LN2(x1))                    pre-norm MLP, a skip path around it
+    logits = LNF(x2) · W_out + b_out              output scores: every token, every position
 
 and `backward` walks the same lines in reverse, giving a gradient for every parameter.
 
-The file reads top-down: list helpers, layer normalization, causal self-attention, then the
-whole model (parameters, forward, loss, backward). Each backward mirrors its forward, step by
-step in reverse order, and every gradient is named d_ + the forward name (d_x1, d_W1).
+Read it top-down: list helpers, layer normalization, causal self-attention, then the whole
+model (parameters, forward, loss, backward). Each backward walks its forward's numbered steps
+in reverse, quoting the line it differentiates, and every gradient is d_ + the forward name
+(d_x1, d_W1). The two sections at the end, "Speed" and "Input checks", can be skipped: every
+public function calls its check in one line, and the checks live there.
 
 Shapes, in comments where each matrix is made:
     T  positions in the sequence (1..max_len)     d  width of the model (16)
     H  hidden width of the MLP (4·d = 64)         V  vocabulary size (96)
-Matrices are lists of rows (row-major lists of lists of floats); vectors are lists of floats.
+Matrices are lists of rows (lists of floats), vectors lists of floats; matmul(a, b) is a · b.
 
 Every floating-point sum of more than two terms goes through math.fsum, which rounds the exact
 sum once. Its result does not depend on the order of the terms (so two sequences holding the
 same tokens in another order give bit-identical scores at the last position when positions
 are left out), and it has not changed between Python versions (built-in sum() of floats did,
-in 3.12), so the recorded trace is byte-identical on every Python from 3.10. (A bias is added
-to a dot product after its sum is rounded: that addition is a sum of two terms.)
+in 3.12), so the recorded trace is byte-identical on every Python from 3.10.
 
 But: one sequence at a time (a training step loops over a batch), one attention head, no
-dropout, no tied embeddings. The lines shaped for speed say so in a "Speed:" comment.
-Standard library only.
+dropout, no tied embeddings. Standard library only.
 """
 import math
 import random
 from itertools import compress
-from math import exp, fsum, sqrt
+from math import exp, fsum, log, sqrt
 from operator import mul
 
 EPS = 1e-5  # added to the variance in layer norm, as torch.nn.LayerNorm does
@@ -44,25 +44,13 @@ PARAM_NAMES = ("tok_emb", "pos_emb", "ln1_g", "ln1_b", "Wq", "Wk", "Wv", "Wo",
 ################ List helpers
 
 def shape(x):
-    """The shape of a vector or a matrix (a list of equally long rows), as a tuple.
+    """The shape of a vector or a matrix, as a tuple.
 
-    >>> shape([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
-    (2, 3)
-    >>> shape([0.5, 0.25])
-    (2,)
+    >>> shape([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), shape([0.5, 0.25])
+    ((2, 3), (2,))
     """
-    if not isinstance(x, (list, tuple)):
-        raise TypeError(f"shape() takes a list or a list of lists, not {type(x).__name__}")
-    if not x or not isinstance(x[0], (list, tuple)):
-        if any(isinstance(v, (list, tuple)) for v in x):
-            raise ValueError("shape() needs a vector of numbers or a list of rows, not a mix")
-        return (len(x),)
-    if x[0] and isinstance(x[0][0], (list, tuple)):
-        raise ValueError("shape() takes a vector or a matrix, not lists nested three deep")
-    widths = {len(row) if isinstance(row, (list, tuple)) else None for row in x}
-    if len(widths) != 1:
-        raise ValueError("shape() needs rows of one length; these rows are ragged")
-    return (len(x), len(x[0]))
+    check_shape(x)
+    return (len(x), len(x[0])) if x and isinstance(x[0], (list, tuple)) else (len(x),)
 
 
 def zeros(rows, cols):
@@ -71,347 +59,207 @@ def zeros(rows, cols):
     >>> zeros(2, 3)
     [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
     """
-    if rows < 0 or cols < 0:
-        raise ValueError(f"zeros() needs sizes of at least 0, not {rows} × {cols}")
+    check_zeros(rows, cols)
     return [[0.0] * cols for _ in range(rows)]
 
 
-def width(m, who):
-    """The length of the rows of m (0 if it has none), refusing rows of different lengths on
-    behalf of `who`: zip() and map() would quietly stop at the shortest.
-
-    >>> width([[1.0, 2.0], [3.0, 4.0]], "add()")
-    2
-    """
-    widths = {len(row) for row in m}
-    if len(widths) > 1:
-        raise ValueError(f"{who} needs rows of one length, not {sorted(widths)}")
-    return widths.pop() if widths else 0
-
-
 def transpose(m):
-    """The columns of a matrix, as tuples (a transposed copy).
+    """mᵀ: the columns of m, as rows.
 
-    >>> transpose([[1, 2, 3], [4, 5, 6]])
-    [(1, 4), (2, 5), (3, 6)]
+    >>> transpose([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    [[1.0, 4.0], [2.0, 5.0], [3.0, 6.0]]
     """
-    width(m, "transpose()")
-    return list(zip(*m))
+    check_rows(m, "transpose()")
+    return [list(col) for col in zip(*m)]
 
 
-def matmul(a, b_cols):
-    """The product a · b, given b by its columns; each entry is a correctly rounded dot product.
+def matmul(a, b):
+    """The product a · b of an (n, k) and a (k, m) matrix: (n, m), each entry a dot product
+    rounded once.
 
-    Passing columns lets one transpose serve every row of a. To multiply by the transpose of a
-    matrix W, pass W itself: its rows are the columns of Wᵀ.
-
-    >>> matmul([[1.0, 2.0], [3.0, 4.0]], transpose([[5.0, 6.0], [7.0, 8.0]]))
+    >>> matmul([[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]])
     [[19.0, 22.0], [43.0, 50.0]]
     """
-    # map() would stop at the shorter of row and col, so a mismatch must be refused here. The
-    # last row is the longest: a causal a (row i holding i + 1 entries) ends with a full row.
-    if a and b_cols and len(a[-1]) != width(b_cols, "matmul: b_cols"):
-        raise ValueError(f"matmul: the rows of a have {len(a[-1])} entries but the columns of b "
-                         f"have {len(b_cols[0])}; pass b by its columns, transpose(b)")
-    # Speed: fsum(map(mul, ...)) written out, not through a dot() helper, saves a call per entry.
-    return [[fsum(map(mul, row, col)) for col in b_cols] for row in a]
+    check_matmul(a, b)
+    b_cols = list(zip(*b))                          # made once, for every row of a
+    return [[fsum(map(mul, row, col)) for col in b_cols] if all(row)
+            else row_times_skipping_zeros(row, b)   # Speed: a row that holds a 0.0
+            for row in a]
 
 
-def add(a, b):
-    """The elementwise sum of two matrices of one shape.
+def add(*ms):
+    """The elementwise sum of matrices of one shape, each entry rounded once.
 
-    >>> add([[1.0, 2.0]], [[0.5, 0.25]])
-    [[1.5, 2.25]]
+    >>> add([[1.0, 2.0]], [[0.5, 0.25]], [[0.25, 0.25]])
+    [[1.75, 2.5]]
     """
-    if len(a) != len(b) or width(a, "add(): a") != width(b, "add(): b"):
-        raise ValueError(f"add() needs two matrices of one shape, not {shape(a)} and {shape(b)}")
-    return [[x + y for x, y in zip(ra, rb)] for ra, rb in zip(a, b)]
+    check_add(ms)
+    if len(ms) == 2:                                # two terms: a + b is rounded once
+        return [[u + v for u, v in zip(row_a, row_b)] for row_a, row_b in zip(*ms)]
+    return [[fsum(entries) for entries in zip(*rows)] for rows in zip(*ms)]
 
 
 def column_sums(m):
-    """The correctly rounded sum of each column of a matrix.
+    """The sum of each column of a matrix, rounded once.
 
     >>> column_sums([[0.1, 1.0], [0.2, 2.0], [0.3, 3.0]])
     [0.6, 6.0]
     """
-    width(m, "column_sums()")
+    check_rows(m, "column_sums()")
     return [fsum(col) for col in zip(*m)]
-
-
-def matmul_skipping_zeros(a, b):
-    """The product a · b, leaving out the terms where a's entry is 0.0. Unlike matmul, this
-    takes b itself (by its rows), because it picks the rows of b that a's nonzero entries meet.
-
-    A zero term adds nothing to a sum, so the result is the same; the relu makes about half
-    of the MLP's hidden values 0.0, and this skips their products.
-
-    >>> matmul_skipping_zeros([[0.0, 2.0], [0.0, 0.0]], [[5.0, 6.0], [7.0, 8.0]])
-    [[14.0, 16.0], [0.0, 0.0]]
-    """
-    n, m = width(a, "matmul_skipping_zeros: a"), width(b, "matmul_skipping_zeros: b")
-    if not b or (a and n != len(b)):             # compress() would stop at the shorter one
-        raise ValueError(f"matmul_skipping_zeros: the rows of a have {n} entries but b has "
-                         f"{len(b)} rows")
-    out = []
-    for row in a:
-        values = list(compress(row, row))            # the entries that are not 0.0 (false)
-        if not values:
-            out.append([0.0] * m)
-            continue
-        b_cols = zip(*compress(b, row))              # the columns of the rows of b they meet
-        # Speed: the skipped products are those of the relu's zeros, about half of them
-        out.append([fsum(map(mul, values, col)) for col in b_cols])
-    return out
-
-
-def linear(x, W, b):
-    """x · W + b for every row of x: (T, n) · (n, m) + (m) -> (T, m).
-
-    >>> linear([[1.0, 2.0]], [[1.0, 0.0], [0.0, 1.0]], [0.5, -0.5])
-    [[1.5, 1.5]]
-    """
-    if not W or len(b) != width(W, "linear: W") or (x and width(x, "linear: x") != len(W)):
-        raise ValueError(f"linear needs x (T, n), W (n, m) and b (m), not x {shape(x)}, "
-                         f"W {shape(W)} and b ({len(b)},)")
-    W_cols = transpose(W)
-    # the dot product is one correctly rounded sum; the bias is added to it (two terms)
-    return [[fsum(map(mul, row, col)) + bias for col, bias in zip(W_cols, b)] for row in x]
-
-
-def linear_backward(d_y, x, W):
-    """Gradients of y = x · W + b: returns (d_x, d_W, d_b).
-
-    d_x = d_y · Wᵀ, d_W = xᵀ · d_y (a sum over positions), d_b = the column sums of d_y.
-
-    >>> linear_backward([[1.0, 2.0]], [[3.0]], [[4.0, 5.0]])
-    ([[14.0]], [[3.0, 6.0]], [1.0, 2.0])
-    """
-    if not W or len(d_y) != len(x) or (d_y and (len(d_y[0]) != len(W[0]) or len(x[0]) != len(W))):
-        raise ValueError(f"linear_backward needs d_y (T, m), x (T, n) and W (n, m), not "
-                         f"d_y {shape(d_y)}, x {shape(x)} and W {shape(W)}")
-    d_y_cols = transpose(d_y)
-    d_x = matmul(d_y, W)                          # (T, n): W's rows are the columns of Wᵀ
-    d_W = matmul(transpose(x), d_y_cols)          # (n, m)
-    d_b = [fsum(col) for col in d_y_cols]         # (m)
-    return d_x, d_W, d_b
-
-
-def masked_matmul(a, b_cols, where):
-    """Like matmul(a, b_cols), but only the entries where `where` is > 0; the others are 0.0.
-
-    This is the backward of a relu fused with the product before it: the gradient passes
-    only where the relu's output was > 0, and the entries it would zero are never computed.
-
-    >>> masked_matmul([[1.0, 2.0]], [[3.0, 4.0], [5.0, 6.0]], where=[[0.5, 0.0]])
-    [[11.0, 0.0]]
-    """
-    if a and (len(where) != len(a) or width(where, "masked_matmul: where") != len(b_cols)
-              or width(a, "masked_matmul: a") != width(b_cols, "masked_matmul: b_cols")):
-        # zip() and map() would cut them short
-        raise ValueError(f"masked_matmul needs a (T, n), b_cols (m, n) and where (T, m), not "
-                         f"a {shape(a)}, b_cols {shape(b_cols)} and where {shape(where)}")
-    # Speed: the entries the relu zeroes are never computed (about half of them)
-    return [[fsum(map(mul, row, col)) if keep > 0.0 else 0.0
-             for keep, col in zip(keep_row, b_cols)]
-            for row, keep_row in zip(a, where)]
-
-
-def causal_mix_backward(a, b):
-    """aᵀ · b for a causal a given by its rows, row i holding at least a[i][0..i] (entries
-    past the diagonal, if any, are never read): row j of the result is the sum over the later
-    positions i ≥ j of a[i][j] · b[i].
-
-    This is how gradient flows back to the keys and values: position j was seen by every
-    position i ≥ j, so it collects from each of them.
-
-    >>> causal_mix_backward([[1.0], [2.0, 3.0]], [[10.0], [100.0]])
-    [[210.0], [300.0]]
-    """
-    T = len(a)
-    if len(b) != T:
-        raise ValueError(f"causal_mix_backward: a has {T} rows but b has {len(b)}")
-    for i, row in enumerate(a):
-        if len(row) <= i:
-            raise ValueError(f"causal_mix_backward: row {i} of a must hold a[{i}][0..{i}], "
-                             f"but it has {len(row)} entries")
-    b_cols = transpose(b)
-    out = []
-    for j in range(T):
-        a_col = [a[i][j] for i in range(j, T)]                     # a[i][j] for i = j .. T-1
-        out.append([fsum(map(mul, a_col, col[j:])) for col in b_cols])
-    return out
 
 
 ################ Layer normalization
 
 def layernorm_forward(x, g, b):
-    """Normalize each row of x to mean 0 and variance 1, then scale by g and shift by b.
+    """Each row of x centred and scaled to mean 0 and variance about 1, then times the gain g
+    plus the bias b: y = (x - mean) / √(variance + EPS) · g + b, with the biased variance
+    (divide by d), as torch.nn.LayerNorm. Returns (y, cache).
 
-    out = (x - mean) / sqrt(var + EPS) * g + b, with the biased variance (divide by d), as in
-    torch.nn.LayerNorm. Returns (out, cache).
-
-    >>> out, _ = layernorm_forward([[1.0, 3.0]], [1.0, 1.0], [0.0, 0.0])
-    >>> [round(v, 4) for v in out[0]]
+    >>> y, _ = layernorm_forward([[1.0, 3.0]], [1.0, 1.0], [0.0, 0.0])
+    >>> [round(v, 4) for v in y[0]]
     [-1.0, 1.0]
     """
+    check_layernorm(x, g, b)
     d = len(g)
-    if d == 0:
-        raise ValueError("layer norm needs a gain and a bias of at least one entry, not 0")
-    if len(b) != d:
-        raise ValueError(f"layer norm gain has {d} entries but bias has {len(b)}")
-    out, xhat, std = [], [], []
+    y, xhat, std = [], [], []
     for row in x:
-        if len(row) != d:
-            raise ValueError(f"layer norm over rows of {len(row)} values, but the gain has {d}")
+        # 1. centre
         mean = fsum(row) / d
         centred = [v - mean for v in row]
-        s = sqrt(fsum(map(mul, centred, centred)) / d + EPS)      # sqrt(var + EPS)
-        xh = [c / s for c in centred]                              # (d): mean 0, variance ~1
-        xhat.append(xh)
+        # 2. scale (a row beyond about 1e154 would overflow its squares: see "Speed")
+        variance = fsum(c * c for c in centred) / d
+        s = sqrt(variance + EPS) if variance < math.inf else std_of_huge_row(centred)
+        xhat.append([c / s for c in centred])                      # (d)
         std.append(s)
-        out.append([v * gi + bi for v, gi, bi in zip(xh, g, b)])
-    return out, {"xhat": xhat, "std": std}                         # out: (T, d)
+        # 3. gain and bias
+        y.append([xh * gi + bi for xh, gi, bi in zip(xhat[-1], g, b)])   # (d)
+    return y, {"xhat": xhat, "std": std}                           # y: (T, d)
 
 
-def layernorm_backward(dy, g, cache):
-    """Gradients of layer norm: returns (d_x, d_g, d_b) for dy, the gradient of its output.
-
-    In the forward pass this was: xhat = (x - mean) / std, out = xhat * g + b. So now
-    d_xhat = dy * g, and because mean and std depend on every x of the row, each input's
-    gradient has three terms:
-        d_x = (d_xhat - mean(d_xhat) - xhat * mean(d_xhat * xhat)) / std
-               term 1   term 2          term 3
+def layernorm_backward(d_y, g, cache):
+    """Gradients of layer norm, given d_y: returns (d_x, d_g, d_b). With d_xhat = d_y · g, and
+    because the mean and the std depend on every x of the row, each d_x has three terms:
+        d_x = (d_xhat - mean(d_xhat) - xhat · mean(d_xhat · xhat)) / std
+               term 1   term 2         term 3
     """
-    if not isinstance(cache, dict) or "xhat" not in cache or "std" not in cache:
-        raise TypeError("layernorm_backward needs the cache its layernorm_forward returned "
-                        "(a dict with 'xhat' and 'std')")
+    check_layernorm_backward(d_y, g, cache)
     xhat, std = cache["xhat"], cache["std"]
     d = len(g)
-    if len(std) != len(xhat):
-        raise ValueError(f"layernorm_backward: the cache holds {len(xhat)} rows but "
-                         f"{len(std)} standard deviations")
-    if len(dy) != len(xhat) or (xhat and (len(dy[0]) != d or len(xhat[0]) != d)):
-        raise ValueError(f"layernorm_backward: dy is {shape(dy)} and g has {d} entries, but the "
-                         f"forward pass normalized {shape(xhat)}")
-    dy_cols = transpose(dy)
-    d_g = [fsum(map(mul, dc, xc)) for dc, xc in zip(dy_cols, transpose(xhat))]   # (d)
-    d_b = [fsum(col) for col in dy_cols]                                          # (d)
+    # 3. in the forward pass this was: y = xhat · g + b, row by row
+    d_g = [fsum(map(mul, d_y_col, xh_col)) for d_y_col, xh_col in zip(zip(*d_y), zip(*xhat))]
+    d_b = column_sums(d_y)                                         # (d)
     d_x = []
-    for dy_row, xh, s in zip(dy, xhat, std):
-        d_xh = [v * gi for v, gi in zip(dy_row, g)]
-        term2 = fsum(d_xh) / d
-        term3 = fsum(map(mul, d_xh, xh)) / d
+    for d_y_row, xh, s in zip(d_y, xhat, std):
+        d_xhat = [dy * gi for dy, gi in zip(d_y_row, g)]
+        # 2 and 1. xhat = (x - mean) / std: term 2 comes through the mean, term 3 the std
+        term2 = fsum(d_xhat) / d
+        term3 = fsum(map(mul, d_xhat, xh)) / d
         # three terms, so fsum: (a - b - c) would round twice
-        d_x.append([fsum((t1, -term2, -x * term3)) / s for t1, x in zip(d_xh, xh)])
-    return d_x, d_g, d_b                                                           # d_x: (T, d)
+        d_x.append([fsum((t1, -term2, -xh_j * term3)) / s for t1, xh_j in zip(d_xhat, xh)])
+    return d_x, d_g, d_b                                           # d_x: (T, d), d_g, d_b: (d)
 
 
 ################ Causal self-attention
 
-def check_attention_params(p, d):
-    """Refuse p unless it holds Wq, Wk, Wv and Wo, each d × d for rows of d values."""
-    for name in ("Wq", "Wk", "Wv", "Wo"):
-        if name not in p:
-            raise ValueError(f"attention needs p[{name!r}], which is missing")
-        if len(p[name]) != d or (d and len(p[name][0]) != d):
-            raise ValueError(f"attention over rows of {d} values needs {name} of shape "
-                             f"({d}, {d}), not {shape(p[name])}")
+def softmax(row):
+    """exp(z) / Σ exp(z) for each z of row, computed as exp(z - max) / Σ exp(z - max): the
+    same numbers, but exp cannot overflow. A score of -inf gets a weight of exactly 0.
+
+    >>> softmax([1.0, 1.0, -math.inf])
+    [0.5, 0.5, 0.0]
+    """
+    top = max(row)
+    e = [exp(z - top) for z in row]
+    total = fsum(e)
+    return [v / total for v in e]
+
+
+def softmax_backward(w, d_w):
+    """Gradient of the scores z, given d_w, the gradient of w = softmax(z): each weight moves
+    all the others (they sum to 1), so d_z_j = w_j · (d_w_j - Σ over k of w_k · d_w_k).
+
+    >>> softmax_backward([0.5, 0.5, 0.0], [1.0, 0.0, 7.0])
+    [0.25, -0.25, 0.0]
+    """
+    average = fsum(map(mul, w, d_w))                   # d_w averaged with the weights w
+    return [w_j * (d_w_j - average) for w_j, d_w_j in zip(w, d_w)]
 
 
 def attention_forward(p, x):
-    """One head of causal self-attention over the rows of x (T, d). Returns (out, cache).
-
-    1. queries, keys, values: q = x·Wq, k = x·Wk, v = x·Wv
-    2. scores: s[i][j] = q_i · k_j / sqrt(d), only for j <= i (position i never sees a later j)
-    3. weights: softmax of each row of scores
-    4. mix: mixed_i = sum over j <= i of weights[i][j] * v_j
-    5. projection: out = mixed · Wo
-    """
-    if not x:
-        raise ValueError("empty sequence")
-    T, d = len(x), len(x[0])
-    if any(len(row) != d for row in x):
-        raise ValueError(f"attention needs rows of one width, not {sorted({len(r) for r in x})}")
-    check_attention_params(p, d)
-    sqrt_d = sqrt(d)
+    """One head of causal self-attention over the rows of x (T, d): position i mixes the values
+    of positions j ≤ i, weighted by how well its query fits their keys. Returns (out, cache)."""
+    check_attention(p, x)
+    T, sqrt_d = len(x), sqrt(len(x[0]))
     # 1. queries, keys, values
-    q = matmul(x, transpose(p["Wq"]))                              # (T, d)
-    k = matmul(x, transpose(p["Wk"]))                              # (T, d)
-    v = matmul(x, transpose(p["Wv"]))                              # (T, d)
-    weights = []                                                   # row i: weights[i][0..i]
-    for i, q_i in enumerate(q):
-        # 2. scores. The causal mask: the usual way fills s[i][j] for j > i with -inf, whose
-        # exp is 0; here those scores are simply never computed, and their weights are 0.
-        # Speed: so nothing is spent on the T(T - 1)/2 scores the mask would hide.
-        s = [fsum(map(mul, q_i, k_j)) / sqrt_d for k_j in k[:i + 1]]      # (i + 1)
-        # 3. softmax, after subtracting the row maximum so that exp() cannot overflow
-        top = max(s)
-        e = [exp(z - top) for z in s]
-        total = fsum(e)
-        weights.append([z / total for z in e])                     # (i + 1), sums to 1
-    # 4. mix: map() stops at the shorter argument, so row i multiplies only v_0 .. v_i
-    mixed = matmul(weights, transpose(v))                          # (T, d)
+    q = matmul(x, p["Wq"])                                             # (T, d)
+    k = matmul(x, p["Wk"])                                             # (T, d)
+    v = matmul(x, p["Wv"])                                             # (T, d)
+    # 2. scores q_i · k_j / √d, with the causal mask: -inf where j > i, never computed
+    scores = [[fsum(map(mul, q[i], k[j])) / sqrt_d if j <= i else -math.inf
+               for j in range(T)] for i in range(T)]                   # (T, T)
+    # 3. weights: each row's softmax; a masked score's weight is exactly 0
+    weights = [softmax(row) for row in scores]                         # (T, T)
+    # 4. mix: mixed_i = Σ over j ≤ i of weights[i][j] · v_j
+    mixed = matmul(weights, v)                                         # (T, d)
     # 5. projection
-    out = matmul(mixed, transpose(p["Wo"]))                        # (T, d)
-    # The cache keeps the weights as the full T×T matrix, 0.0 where the mask hides j > i.
-    square = [w + [0.0] * (T - len(w)) for w in weights]           # (T, T)
-    cache = {"x": x, "q": q, "k": k, "v": v, "weights": square, "mixed": mixed}
-    return out, cache
+    out = matmul(mixed, p["Wo"])                                       # (T, d)
+    return out, {"x": x, "q": q, "k": k, "v": v, "weights": weights, "mixed": mixed}
 
 
 def attention_backward(p, cache, d_out):
-    """Gradients of attention: returns ({"Wq", "Wk", "Wv", "Wo"} gradients, d_x).
-
-    The forward passes 1-5 walked back as 5, 4, 3, 2, 1.
-    """
-    if not isinstance(cache, dict) or not {"x", "q", "k", "v", "weights", "mixed"} <= set(cache):
-        raise TypeError("attention_backward needs the cache attention_forward returned "
-                        "(in the model's cache: cache['att'])")
+    """Gradients of attention, given d_out: returns ({"Wq", "Wk", "Wv", "Wo"} gradients, d_x).
+    The forward steps 1-5 walked back as 5, 4, 3, 2, 1."""
+    check_attention_backward(p, cache, d_out)
     x, q, k, v = cache["x"], cache["q"], cache["k"], cache["v"]
     weights, mixed = cache["weights"], cache["mixed"]
-    T, d = len(x), len(x[0])
-    check_attention_params(p, d)
-    if len(d_out) != T or len(d_out[0]) != d:
-        raise ValueError(f"d_out must have shape ({T}, {d}) to match the forward pass, "
-                         f"not {shape(d_out)}")
-    sqrt_d = sqrt(d)
-    # 5. in the forward pass this was: out = mixed · Wo
-    d_Wo = matmul(transpose(mixed), transpose(d_out))              # (d, d)
-    d_mixed = matmul(d_out, p["Wo"])                               # (T, d)
-    # 4. mixed_i = sum_j weights[i][j] * v_j, so:
-    #    d_weights[i][j] = d_mixed_i · v_j             (for j <= i only)
-    #    d_v_j = sum over i >= j of weights[i][j] * d_mixed_i
-    d_weights = [[fsum(map(mul, dm, v_j)) for v_j in v[:i + 1]]
-                 for i, dm in enumerate(d_mixed)]                  # row i: (i + 1)
-    d_v = causal_mix_backward(weights, d_mixed)                    # (T, d)
-    # 3. weights = softmax(s) row by row, so
-    #    d_s[i][j] = weights[i][j] * (d_weights[i][j] - mean_dw), where
-    #    mean_dw = sum over k of weights[i][k] * d_weights[i][k]
-    #    zip() and map() stop at j <= i because each d_weights row has i + 1 entries.
-    d_s = []
-    for w, dw in zip(weights, d_weights):
-        mean_dw = fsum(map(mul, w, dw))                            # the weights' average of dw
-        d_s.append([wj * (dwj - mean_dw) for wj, dwj in zip(w, dw)])   # row i: (i + 1)
-    # 2. s[i][j] = (q_i · k_j) / sqrt(d), so the gradient of q_i · k_j is d_s[i][j] / sqrt(d),
-    #    d_q_i = sum over j <= i of that times k_j, and d_k_j = sum over i >= j of it times q_i
-    d_qk = [[g / sqrt_d for g in row] for row in d_s]              # row i: (i + 1)
-    d_q = matmul(d_qk, transpose(k))                               # (T, d); rows stop at j = i
-    d_k = causal_mix_backward(d_qk, q)                             # (T, d)
-    # 1. q = x·Wq, k = x·Wk, v = x·Wv: three weight gradients, and x got all three, so
-    #    d_x = d_q·Wqᵀ + d_k·Wkᵀ + d_v·Wvᵀ, summed as one dot product of 3d terms per entry
-    x_cols = transpose(x)
-    grads = {"Wq": matmul(x_cols, transpose(d_q)),                 # (d, d)
-             "Wk": matmul(x_cols, transpose(d_k)),
-             "Wv": matmul(x_cols, transpose(d_v)),
-             "Wo": d_Wo}
-    # Speed: rows laid side by side make each entry of d_x one sum of 3d terms, not three
-    d_qkv = [a + b + c for a, b, c in zip(d_q, d_k, d_v)]           # (T, 3d)
-    W_qkv = [a + b + c for a, b, c in zip(p["Wq"], p["Wk"], p["Wv"])]   # (d, 3d)
-    d_x = matmul(d_qkv, W_qkv)                                     # (T, d)
+    T, sqrt_d = len(x), sqrt(len(x[0]))
+    # 5. in the forward pass this was: out = matmul(mixed, p["Wo"])
+    d_Wo = matmul(transpose(mixed), d_out)                             # (d, d)
+    d_mixed = matmul(d_out, transpose(p["Wo"]))                        # (T, d)
+    # 4. mixed = matmul(weights, v): d_weights = d_mixed · vᵀ, d_v = weightsᵀ · d_mixed
+    d_weights = [[fsum(map(mul, d_mixed[i], v[j])) if j <= i else 0.0  # masked: always 0
+                  for j in range(T)] for i in range(T)]                # (T, T)
+    d_v = matmul(transpose(weights), d_mixed)                          # (T, d)
+    # 3. weights = [softmax(row) for row in scores]
+    d_scores = [softmax_backward(w, d_w) for w, d_w in zip(weights, d_weights)]    # (T, T)
+    # 2. scores[i][j] = q_i · k_j / √d: d_q = d_scores · k / √d, d_k = d_scoresᵀ · q / √d
+    d_q = [[entry / sqrt_d for entry in row] for row in matmul(d_scores, k)]             # (T, d)
+    d_k = [[entry / sqrt_d for entry in row] for row in matmul(transpose(d_scores), q)]  # (T, d)
+    # 1. q = matmul(x, p["Wq"]), k and v alike: x fed all three, so d_x sums what comes back
+    x_T = transpose(x)
+    grads = {"Wq": matmul(x_T, d_q), "Wk": matmul(x_T, d_k), "Wv": matmul(x_T, d_v),
+             "Wo": d_Wo}                                               # (d, d) each
+    d_x = add(matmul(d_q, transpose(p["Wq"])), matmul(d_k, transpose(p["Wk"])),
+              matmul(d_v, transpose(p["Wv"])))                         # (T, d)
     return grads, d_x
 
 
 ################ The model
+
+def linear(x, W, b):
+    """y = x · W + b for every row of x: (T, n) · (n, m) + (m) -> (T, m).
+
+    >>> linear([[1.0, 2.0]], [[1.0, 0.0], [0.0, 1.0]], [0.5, -0.5])
+    [[1.5, 1.5]]
+    """
+    check_linear(x, W, b)
+    # the bias is added to a dot product already rounded: a sum of two terms
+    return [[xw + bias for xw, bias in zip(row, b)] for row in matmul(x, W)]
+
+
+def linear_backward(d_y, x, W):
+    """Gradients of y = x · W + b, given d_y: returns (d_x, d_W, d_b).
+
+    >>> linear_backward([[1.0, 2.0]], [[3.0]], [[4.0, 5.0]])
+    ([[14.0]], [[3.0, 6.0]], [1.0, 2.0])
+    """
+    check_linear_backward(d_y, x, W)
+    d_x = matmul(d_y, transpose(W))     # (T, n): each x reaches every y through W
+    d_W = matmul(transpose(x), d_y)     # (n, m): a sum over the positions
+    d_b = column_sums(d_y)              # (m): b is added at every position
+    return d_x, d_W, d_b
+
 
 def init_params(vocab, d, hidden, max_len, seed):
     """Fresh parameters: a dict of 18 tensors, in a fixed order.
@@ -424,25 +272,11 @@ def init_params(vocab, d, hidden, max_len, seed):
     >>> count_params(p), shape(p["tok_emb"]), shape(p["W1"])
     (7440, (96, 16), (16, 64))
     """
-    for name, n in (("vocab", vocab), ("d", d), ("hidden", hidden), ("max_len", max_len)):
-        if type(n) is not int:
-            raise TypeError(f"{name} must be an int, not {type(n).__name__}")
-        if n <= 0:
-            raise ValueError(f"{name} must be a positive size, not {n}")
-    if type(seed) is not int:   # None would draw fresh numbers each call; "3" others than 3
-        raise TypeError(f"seed must be an int, not {type(seed).__name__}")
-    if seed < 0:                # random.Random(-3) is random.Random(3): refuse, don't surprise
-        raise ValueError(f"seed must be 0 or more, not {seed}")
+    check_sizes(vocab=vocab, d=d, hidden=hidden, max_len=max_len, seed=seed)
     rng = random.Random(seed)
 
     def gauss(rows, cols):
         return [[rng.gauss(0.0, 0.02) for _ in range(cols)] for _ in range(rows)]
-
-    def ones(n):
-        return [1.0] * n
-
-    def zero(n):
-        return [0.0] * n
 
     # The random matrices are drawn in this order; the dict below gives the names' order.
     tok_emb, pos_emb = gauss(vocab, d), gauss(max_len, d)
@@ -450,15 +284,15 @@ def init_params(vocab, d, hidden, max_len, seed):
     W1, W2 = gauss(d, hidden), gauss(hidden, d)
     W_out = gauss(d, vocab)
     return {
-        "tok_emb": tok_emb,                        # (V, d)
-        "pos_emb": pos_emb,                        # (max_len, d)
-        "ln1_g": ones(d), "ln1_b": zero(d),        # (d), (d)
-        "Wq": Wq, "Wk": Wk, "Wv": Wv, "Wo": Wo,    # (d, d) each
-        "ln2_g": ones(d), "ln2_b": zero(d),        # (d), (d)
-        "W1": W1, "b1": zero(hidden),              # (d, H), (H)
-        "W2": W2, "b2": zero(d),                   # (H, d), (d)
-        "lnf_g": ones(d), "lnf_b": zero(d),        # (d), (d)
-        "W_out": W_out, "b_out": zero(vocab),      # (d, V), (V)
+        "tok_emb": tok_emb,                            # (V, d)
+        "pos_emb": pos_emb,                            # (max_len, d)
+        "ln1_g": [1.0] * d, "ln1_b": [0.0] * d,        # (d), (d)
+        "Wq": Wq, "Wk": Wk, "Wv": Wv, "Wo": Wo,        # (d, d) each
+        "ln2_g": [1.0] * d, "ln2_b": [0.0] * d,        # (d), (d)
+        "W1": W1, "b1": [0.0] * hidden,                # (d, H), (H)
+        "W2": W2, "b2": [0.0] * d,                     # (H, d), (d)
+        "lnf_g": [1.0] * d, "lnf_b": [0.0] * d,        # (d), (d)
+        "W_out": W_out, "b_out": [0.0] * vocab,        # (d, V), (V)
     }
 
 
@@ -468,13 +302,334 @@ def count_params(params):
     >>> count_params({"W": [[0.0, 0.0], [0.0, 0.0]], "b": [0.0, 0.0]})
     6
     """
+    check_params_dict(params)
+    return sum(math.prod(shape(t)) for t in params.values())      # ints: exact
+
+
+def forward(p, ids, use_positions=True):
+    """Scores for every vocabulary token at every position: returns (logits, cache). logits[t][j]
+    scores token j as the one that follows ids[0..t], seeing only positions 0..t.
+    use_positions=False leaves the position embeddings out."""
+    check_forward(p, ids, use_positions)
+    T = len(ids)
+    # 1. embeddings: a row per token, plus a row per position
+    x0 = [list(p["tok_emb"][i]) for i in ids]                          # (T, d)
+    if use_positions:
+        x0 = add(x0, p["pos_emb"][:T])                                 # (T, d)
+    # 2. attention, pre-norm, with a skip path around it
+    h1, ln1 = layernorm_forward(x0, p["ln1_g"], p["ln1_b"])            # (T, d)
+    a, att = attention_forward(p, h1)                                  # (T, d)
+    x1 = add(x0, a)                                                    # (T, d)
+    # 3. the MLP, pre-norm, with a skip path around it
+    h2, ln2 = layernorm_forward(x1, p["ln2_g"], p["ln2_b"])            # (T, d)
+    pre = linear(h2, p["W1"], p["b1"])                                 # (T, H)
+    act = [[z if z > 0.0 else 0.0 for z in row] for row in pre]        # (T, H): relu
+    m = linear(act, p["W2"], p["b2"])                                  # (T, d)
+    x2 = add(x1, m)                                                    # (T, d)
+    # 4. output scores, after one more layer norm
+    hf, lnf = layernorm_forward(x2, p["lnf_g"], p["lnf_b"])            # (T, d)
+    logits = linear(hf, p["W_out"], p["b_out"])                        # (T, V)
+    return logits, {"ids": list(ids), "use_positions": use_positions, "x0": x0,
+                    "h1": h1, "ln1": ln1, "att": att, "h2": h2, "ln2": ln2, "act": act,
+                    "hf": hf, "lnf": lnf, "params": fingerprint(p)}    # see check_backward
+
+
+def loss_and_dlogits(logits, targets):
+    """The mean cross-entropy of the next tokens, and its gradient (softmax - one-hot) / T.
+
+    >>> loss, d_logits = loss_and_dlogits([[0.0, 0.0]], [1])
+    >>> round(loss, 6), d_logits
+    (0.693147, [[0.5, -0.5]])
+    """
+    check_loss(logits, targets)
+    T, losses, d_logits = len(logits), [], []
+    for row, target in zip(logits, targets):
+        top = max(row)                                   # subtract the max: exp cannot overflow
+        e = [exp(z - top) for z in row]
+        total = fsum(e)
+        # -log softmax(row)[target] = top + log(total) - row[target]: three terms, so fsum
+        losses.append(fsum((top, log(total), -row[target])))
+        d_row = [v / (total * T) for v in e]             # softmax / T
+        d_row[target] -= 1.0 / T                          # minus one-hot / T
+        d_logits.append(d_row)
+    return fsum(losses) / T, d_logits                    # d_logits: (T, V)
+
+
+def backward(p, cache, d_logits):
+    """Gradients of the loss for every parameter: a dict with the names and shapes of p.
+    The forward steps 4, 3, 2, 1 walked back. At a skip path, x_next = x + f(x), the gradient
+    reaches x twice, straight along the skip path and back through f, and the two are added."""
+    check_backward(p, cache, d_logits)
+    ids, act, grads = cache["ids"], cache["act"], {}
+    # 4. in the forward pass: hf = LNF(x2), then logits = linear(hf, W_out, b_out)
+    d_hf, grads["W_out"], grads["b_out"] = linear_backward(d_logits, cache["hf"], p["W_out"])
+    d_x2, grads["lnf_g"], grads["lnf_b"] = layernorm_backward(d_hf, p["lnf_g"], cache["lnf"])
+    # 3. in the forward pass: h2 = LN2(x1), pre = linear(h2, W1, b1), act = relu(pre),
+    #    m = linear(act, W2, b2), then x2 = x1 + m; walked back from the end:
+    d_m = d_x2                                     # x2 = x1 + m: m gets d_x2 as it is
+    d_act, grads["W2"], grads["b2"] = linear_backward(d_m, act, p["W2"])
+    #    relu: act = max(0, pre), so the gradient passes only where act > 0
+    d_pre = [[d_z if z > 0.0 else 0.0 for d_z, z in zip(d_act_t, act_t)]
+             for d_act_t, act_t in zip(d_act, act)]                            # (T, H)
+    d_h2, grads["W1"], grads["b1"] = linear_backward(d_pre, cache["h2"], p["W1"])
+    d_x1_mlp, grads["ln2_g"], grads["ln2_b"] = layernorm_backward(d_h2, p["ln2_g"], cache["ln2"])
+    d_x1 = add(d_x2, d_x1_mlp)     # skip path: straight along it, plus back through the MLP
+    # 2. in the forward pass: h1 = LN1(x0), a = Attention(h1), then x1 = x0 + a
+    d_a = d_x1                                     # x1 = x0 + a: a gets d_x1 as it is
+    attention_grads, d_h1 = attention_backward(p, cache["att"], d_a)
+    grads.update(attention_grads)
+    d_x0_att, grads["ln1_g"], grads["ln1_b"] = layernorm_backward(d_h1, p["ln1_g"], cache["ln1"])
+    d_x0 = add(d_x1, d_x0_att)     # skip path: straight along it, plus back through attention
+    # 1. in the forward pass: x0 = tok_emb[ids] + pos_emb[0:T]; pos_emb's rows past T were
+    #    not used, and a token at several positions collects the gradient of each
+    grads["pos_emb"] = zeros(len(p["pos_emb"]), len(p["pos_emb"][0]))
+    if cache["use_positions"]:
+        grads["pos_emb"][:len(ids)] = d_x0
+    grads["tok_emb"] = zeros(len(p["tok_emb"]), len(p["tok_emb"][0]))
+    for i in set(ids):
+        grads["tok_emb"][i] = column_sums([d_x0[t] for t, token in enumerate(ids) if token == i])
+    return {name: grads[name] for name in PARAM_NAMES}
+
+
+def sequence_loss(p, ids, targets, use_positions=True):
+    """The mean next-token cross-entropy of one sequence (forward and loss, no gradient)."""
+    logits, _ = forward(p, ids, use_positions)
+    return loss_and_dlogits(logits, targets)[0]
+
+
+################ Speed (you can skip this section)
+
+def row_times_skipping_zeros(row, b):
+    """Speed: row · b without the terms where row's entry is 0.0. matmul sends it each row that
+    holds a 0.0, in place of that row's [fsum(map(mul, row, col)) for col in b_cols].
+
+    A zero term adds nothing to a sum (for finite b), so the result is the same. The relu makes
+    about half of the MLP's hidden values 0.0 and the causal mask half of the attention weights:
+    their products are never made.
+
+    >>> row_times_skipping_zeros([0.0, 2.0], [[5.0, 6.0], [7.0, 8.0]])
+    [14.0, 16.0]
+    """
+    kept = list(compress(row, row))                     # the entries that are not 0.0
+    if not kept:
+        return [0.0] * len(b[0])
+    return [fsum(map(mul, kept, col)) for col in zip(*compress(b, row))]   # b's rows they meet
+
+
+def std_of_huge_row(centred):
+    """√(variance + EPS) of a centred row whose squares overflow (entries beyond about 1e154).
+
+    The row is divided by a power of two first, which is exact, so the squares stay finite:
+    std = scale · √(variance of the scaled row + EPS / scale²).
+    """
+    if not all(map(math.isfinite, centred)):
+        raise ValueError("layer norm cannot centre a row this large: its values minus their "
+                         "mean exceed the largest float")
+    scale = 2.0 ** math.frexp(max(map(abs, centred)))[1]
+    scaled = [c / scale for c in centred]
+    return scale * sqrt(fsum(c * c for c in scaled) / len(scaled) + EPS / scale / scale)
+
+
+################ Input checks (you can skip this section)
+#
+# Each public function above opens with one call to a check below. The checks read the
+# lengths and types of what they are given and refuse anything that would give a wrong answer
+# or a raw IndexError: a ValueError or TypeError whose message says what was wrong.
+
+ROWS = {list, tuple}
+
+
+def is_matrix(m):
+    """Whether m is a list (or tuple) of rows that are lists (or tuples)."""
+    return isinstance(m, (list, tuple)) and set(map(type, m)) <= ROWS
+
+
+def dims(m):
+    """The shape of a list of rows for a message, even if its rows are ragged.
+
+    >>> dims([[1.0, 2.0]]), dims([[1.0], [2.0, 3.0]]), dims(None)
+    ('(1, 2)', '2 rows of lengths [1, 2]', 'NoneType')
+    """
+    if not is_matrix(m):
+        return type(m).__name__
+    widths = sorted({len(row) for row in m})
+    return f"({len(m)}, {widths[0]})" if len(widths) == 1 else f"{len(m)} rows of lengths {widths}"
+
+
+def check_rows(m, who):
+    """The length of m's rows (0 if it has none), refusing anything but a matrix of rows of
+    one length on behalf of `who`: zip() and map() would quietly stop at the shortest.
+
+    >>> check_rows([[1.0, 2.0], [3.0, 4.0]], "add()")
+    2
+    """
+    if not is_matrix(m):
+        raise TypeError(f"{who} needs a matrix (a list of rows), not {type(m).__name__}")
+    widths = {len(row) for row in m}
+    if len(widths) > 1:
+        raise ValueError(f"{who} needs rows of one length, not {sorted(widths)}")
+    return widths.pop() if widths else 0
+
+
+def check_shape(x):
+    """Refuse anything shape() cannot describe."""
+    if not isinstance(x, (list, tuple)):
+        raise TypeError(f"shape() takes a list or a list of lists, not {type(x).__name__}")
+    rows = [isinstance(v, (list, tuple)) for v in x]
+    if any(rows) and not all(rows):
+        raise ValueError("shape() needs a vector of numbers or a list of rows, not a mix")
+    if any(rows) and any(isinstance(v, (list, tuple)) for row in x for v in row):
+        raise ValueError("shape() takes a vector or a matrix, not lists nested three deep")
+    if any(rows) and len({len(row) for row in x}) != 1:
+        raise ValueError("shape() needs rows of one length; these rows are ragged")
+
+
+def check_zeros(rows, cols):
+    """Refuse sizes zeros() cannot make."""
+    for n in (rows, cols):
+        if type(n) is not int:
+            raise TypeError(f"zeros() needs int sizes, not {type(n).__name__}")
+    if rows < 0 or cols < 0:
+        raise ValueError(f"zeros() needs sizes of at least 0, not {rows} × {cols}")
+
+
+def check_matmul(a, b):
+    """Refuse a and b unless a · b is defined: rows of a as long as b has rows."""
+    n = check_rows(a, "matmul: a")
+    m = check_rows(b, "matmul: b")
+    if not b or m == 0:
+        raise ValueError(f"matmul: b must have at least one row and one column, "
+                         f"not shape {shape(b)}")
+    if a and n != len(b):
+        raise ValueError(f"matmul: the rows of a have {n} entries but b has {len(b)} rows; "
+                         f"a · b needs them equal")
+
+
+def check_add(ms):
+    """Refuse matrices that are not all of one shape."""
+    count = {2: "two", 3: "three"}.get(len(ms), str(len(ms)))
+    if not ms:
+        raise ValueError("add() needs at least one matrix")
+    widths = [check_rows(m, f"add(): matrix {n + 1}") for n, m in enumerate(ms)]
+    if len({len(m) for m in ms}) > 1 or len(set(widths)) > 1:
+        shapes = " and ".join(str((len(m), w)) for m, w in zip(ms, widths))
+        raise ValueError(f"add() needs {count} matrices of one shape, not {shapes}")
+
+
+def check_linear(x, W, b):
+    """Refuse x, W and b unless x · W + b is defined."""
+    n, m = check_rows(x, "linear: x"), check_rows(W, "linear: W")
+    if not isinstance(b, (list, tuple)):
+        raise TypeError(f"linear: b must be a vector (a list of numbers), not {type(b).__name__}")
+    if not W or len(b) != m or (x and n != len(W)):
+        raise ValueError(f"linear needs x (T, n), W (n, m) and b (m), not x {(len(x), n)}, "
+                         f"W {(len(W), m)} and b ({len(b)},)")
+
+
+def check_linear_backward(d_y, x, W):
+    """Refuse d_y, x and W unless they fit one linear layer y = x · W + b."""
+    m_y = check_rows(d_y, "linear_backward: d_y")
+    n, m = check_rows(x, "linear_backward: x"), check_rows(W, "linear_backward: W")
+    if not W or len(d_y) != len(x) or (d_y and (m_y != m or n != len(W))):
+        raise ValueError(f"linear_backward needs d_y (T, m), x (T, n) and W (n, m), not "
+                         f"d_y {(len(d_y), m_y)}, x {(len(x), n)} and W {(len(W), m)}")
+
+
+HUGE = 2.0 ** 1000      # about 1e301: a row beyond it could overflow the sum of its values
+
+
+def check_layernorm(x, g, b):
+    """Refuse x, g and b unless each row of x has as many values as g and b, all finite."""
+    for name, v in (("gain", g), ("bias", b)):
+        if not isinstance(v, (list, tuple)):
+            raise TypeError(f"layer norm {name} must be a list of numbers, not {type(v).__name__}")
+    d = len(g)
+    if d == 0:
+        raise ValueError("layer norm needs a gain and a bias of at least one entry, not 0")
+    if len(b) != d:
+        raise ValueError(f"layer norm gain has {d} entries but bias has {len(b)}")
+    if not is_matrix(x):
+        raise TypeError(f"layer norm needs x as a matrix (a list of rows), not {type(x).__name__}")
+    for t, row in enumerate(x):
+        if len(row) != d:
+            raise ValueError(f"layer norm over rows of {len(row)} values, but the gain has {d}")
+        if not sum(map(abs, row)) < HUGE:          # False for inf and nan too
+            raise ValueError(f"layer norm: row {t} of x holds inf, nan or a value beyond 1e301")
+
+
+def check_layernorm_backward(d_y, g, cache):
+    """Refuse a cache layernorm_forward did not make, or d_y and g that do not fit it."""
+    if not isinstance(cache, dict) or "xhat" not in cache or "std" not in cache:
+        raise TypeError("layernorm_backward needs the cache its layernorm_forward returned "
+                        "(a dict with 'xhat' and 'std')")
+    xhat, std = cache["xhat"], cache["std"]
+    d = check_rows(xhat, "layernorm_backward: the cache's xhat")
+    if len(std) != len(xhat):
+        raise ValueError(f"layernorm_backward: the cache holds {len(xhat)} rows but "
+                         f"{len(std)} standard deviations")
+    width = check_rows(d_y, "layernorm_backward: d_y")
+    if not isinstance(g, (list, tuple)):
+        raise TypeError(f"layernorm_backward: g must be a list of numbers, not {type(g).__name__}")
+    if len(d_y) != len(xhat) or width != d or len(g) != d or not d_y:
+        raise ValueError(f"layernorm_backward: d_y is {(len(d_y), width)} and g has {len(g)} "
+                         f"entries, but the forward pass normalized {(len(xhat), d)}")
+
+
+def check_attention_weights(p, d):
+    """Refuse p unless it holds Wq, Wk, Wv and Wo, each d × d for rows of d values."""
+    if not isinstance(p, dict):
+        raise TypeError(f"attention needs the dict of parameters, not {type(p).__name__}")
+    for name in ("Wq", "Wk", "Wv", "Wo"):
+        if name not in p:
+            raise ValueError(f"attention needs p[{name!r}], which is missing")
+        width = check_rows(p[name], f"attention: {name}")
+        if (len(p[name]), width) != (d, d):
+            raise ValueError(f"attention over rows of {d} values needs {name} of shape "
+                             f"({d}, {d}), not {(len(p[name]), width)}")
+
+
+def check_attention(p, x):
+    """Refuse x unless it is a non-empty matrix whose width fits p's attention weights."""
+    if isinstance(x, (list, tuple)) and not x:
+        raise ValueError("empty sequence")
+    if not is_matrix(x):
+        raise TypeError(f"attention needs x as a matrix (a list of rows), not {type(x).__name__}")
+    if len({len(row) for row in x}) > 1:
+        raise ValueError(f"attention needs rows of one width, not {sorted({len(r) for r in x})}")
+    check_attention_weights(p, len(x[0]))
+
+
+def check_attention_backward(p, cache, d_out):
+    """Refuse a cache attention_forward did not make, or a d_out that does not fit it."""
+    if not isinstance(cache, dict) or not {"x", "q", "k", "v", "weights", "mixed"} <= set(cache):
+        raise TypeError("attention_backward needs the cache attention_forward returned "
+                        "(in the model's cache: cache['att'])")
+    T, d = len(cache["x"]), len(cache["x"][0])
+    check_attention_weights(p, d)
+    if not is_matrix(d_out) or len(d_out) != T or any(len(row) != d for row in d_out):
+        raise ValueError(f"d_out must have shape ({T}, {d}) to match the forward pass, "
+                         f"not {dims(d_out)}")
+
+
+def check_sizes(vocab, d, hidden, max_len, seed):
+    """Refuse model sizes that are not positive ints, and a seed that is not an int >= 0."""
+    for name, n in (("vocab", vocab), ("d", d), ("hidden", hidden), ("max_len", max_len)):
+        if type(n) is not int:
+            raise TypeError(f"{name} must be an int, not {type(n).__name__}")
+        if n <= 0:
+            raise ValueError(f"{name} must be a positive size, not {n}")
+    if type(seed) is not int:   # None would draw fresh numbers each call; "3" others than 3
+        raise TypeError(f"seed must be an int, not {type(seed).__name__}")
+    if seed < 0:                # random.Random(-3) is random.Random(3): refuse, don't surprise
+        raise ValueError(f"seed must be 0 or more, not {seed}")
+
+
+def check_params_dict(params):
+    """Refuse anything but a dict of tensors (count_params)."""
     if not isinstance(params, dict):
         raise TypeError(f"count_params takes the dict of parameters, not {type(params).__name__}")
-    total = 0
-    for value in params.values():
-        dims = shape(value)
-        total += dims[0] * (dims[1] if len(dims) == 2 else 1)
-    return total
+    for name, t in params.items():
+        shape(t)
 
 
 def check_ids(ids, vocab, what="token IDs"):
@@ -496,11 +651,13 @@ def check_ids(ids, vocab, what="token IDs"):
         raise ValueError(f"{what} outside the vocabulary of size {vocab}: {bad[:5]}{more}")
 
 
-def check_params(p):
-    """Refuse anything but init_params' 18 tensors of one model size, naming what is wrong.
+NUMBERS = {float, int}
 
-    It reads the length of each tensor and of each of its rows, never the numbers themselves.
-    """
+
+def check_params(p, numbers=True):
+    """Refuse anything but init_params' 18 tensors of one model size, holding numbers (their
+    types are read only if numbers is true: backward relies on forward's reading, through
+    the fingerprint)."""
     if not isinstance(p, dict):
         raise TypeError(f"parameters must be the dict init_params returns, "
                         f"not {type(p).__name__}")
@@ -523,62 +680,42 @@ def check_params(p):
             raise ValueError(f"parameter {name} has shape {got}, but tok_emb, pos_emb and W1 "
                              f"make a model of V={V}, d={d}, H={H}, max_len={L}, where {name} "
                              f"is {want}")
-        if len(want) == 2 and any(len(row) != want[1] for row in t):
+        rows = t if len(want) == 2 else [t]
+        if len(want) == 2 and any(not isinstance(row, (list, tuple)) or len(row) != want[1]
+                                  for row in t):
             raise ValueError(f"parameter {name} has rows of different lengths; each row of "
                              f"{name} must hold {want[1]} numbers")
+        for r, row in enumerate(rows if numbers else ()):
+            if not set(map(type, row)) <= NUMBERS:
+                c, v = next((c, v) for c, v in enumerate(row) if type(v) not in NUMBERS)
+                where = f"[{r}][{c}]" if len(want) == 2 else f"[{c}]"
+                raise TypeError(f"parameter {name}{where} is {v!r:.40} ({type(v).__name__}); "
+                                f"parameters hold floats")
 
 
-def forward(p, ids, use_positions=True):
-    """Scores for every vocabulary token at every position: returns (logits, cache).
+def fingerprint(p):
+    """A hash of every number in p: forward stores it in its cache, and backward refuses a
+    cache made when the parameters held other values (its gradients would be wrong)."""
+    return hash(tuple(tuple(row) if isinstance(row, (list, tuple)) else row
+                      for name in PARAM_NAMES for row in p[name]))
 
-    logits[t][j] scores token j as the one that follows ids[0..t]. Position t only ever sees
-    positions 0..t. With use_positions=False the position embeddings are left out.
-    """
+
+def check_forward(p, ids, use_positions):
+    """Refuse parameters, token IDs or use_positions that forward cannot use."""
     check_params(p)
     if type(use_positions) is not bool:
         raise TypeError(f"use_positions must be True or False, "
                         f"not {type(use_positions).__name__}")
-    vocab, max_len = len(p["tok_emb"]), len(p["pos_emb"])
-    check_ids(ids, vocab)
-    T = len(ids)
-    if T == 0:
+    check_ids(ids, len(p["tok_emb"]))
+    if len(ids) == 0:
         raise ValueError("empty sequence")
-    if T > max_len:
-        raise ValueError(f"sequence of {T} tokens is longer than the {max_len} positions "
-                         f"the model has")
-    # 1. embeddings: one row per token, plus one row per position
-    tok_emb, pos_emb = p["tok_emb"], p["pos_emb"]
-    if use_positions:
-        x0 = [[a + b for a, b in zip(tok_emb[i], pos_emb[t])] for t, i in enumerate(ids)]  # (T, d)
-    else:
-        x0 = [list(tok_emb[i]) for i in ids]                       # (T, d), a copy
-    # 2. attention, with a skip path around it
-    h1, ln1 = layernorm_forward(x0, p["ln1_g"], p["ln1_b"])       # (T, d)
-    a, att = attention_forward(p, h1)                              # (T, d)
-    x1 = add(x0, a)                                                # (T, d)
-    # 3. the MLP, with a skip path around it
-    h2, ln2 = layernorm_forward(x1, p["ln2_g"], p["ln2_b"])       # (T, d)
-    pre = linear(h2, p["W1"], p["b1"])                             # (T, H)
-    act = [[z if z > 0.0 else 0.0 for z in row] for row in pre]    # (T, H): relu
-    m = [[v + bias for v, bias in zip(row, p["b2"])]             # (T, d): act · W2 + b2
-         for row in matmul_skipping_zeros(act, p["W2"])]
-    x2 = add(x1, m)                                                # (T, d)
-    # 4. output scores
-    hf, lnf = layernorm_forward(x2, p["lnf_g"], p["lnf_b"])       # (T, d)
-    logits = linear(hf, p["W_out"], p["b_out"])                    # (T, V)
-    cache = {"ids": list(ids), "use_positions": use_positions,
-             "x0": x0, "ln1": ln1, "h1": h1, "att": att, "x1": x1,
-             "ln2": ln2, "h2": h2, "act": act, "x2": x2, "lnf": lnf, "hf": hf}
-    return logits, cache
+    if len(ids) > len(p["pos_emb"]):
+        raise ValueError(f"sequence of {len(ids)} tokens is longer than the {len(p['pos_emb'])} "
+                         f"positions the model has")
 
 
-def loss_and_dlogits(logits, targets):
-    """The mean cross-entropy of the next tokens, and its gradient (softmax - one-hot) / T.
-
-    >>> loss, d = loss_and_dlogits([[0.0, 0.0]], [1])
-    >>> round(loss, 6), d
-    (0.693147, [[0.5, -0.5]])
-    """
+def check_loss(logits, targets):
+    """Refuse logits that are not T rows of V finite scores, or targets that do not fit them."""
     if not isinstance(logits, list) or not all(isinstance(r, list) for r in logits):
         raise TypeError("logits must be a list of rows (lists of floats)")
     T = len(logits)
@@ -588,93 +725,34 @@ def loss_and_dlogits(logits, targets):
     check_ids(targets, vocab, what="target IDs")
     if len(targets) != T:
         raise ValueError(f"{T} positions but {len(targets)} targets")
-    losses, d_logits = [], []
-    for row, target in zip(logits, targets):
+    for t, row in enumerate(logits):
         if len(row) != vocab:
             raise ValueError(f"logits rows must all have {vocab} scores, not {len(row)}")
-        top = max(row)                                   # subtract the max: exp cannot overflow
-        e = [exp(z - top) for z in row]
-        total = fsum(e)
-        if not math.isfinite(total):                     # an inf or nan among the scores
-            raise ValueError(f"logits at position {len(losses)} are not all finite numbers")
-        # -log softmax(row)[target] = top + log(total) - row[target], three terms: fsum
-        losses.append(fsum((top, math.log(total), -row[target])))
-        scale = total * T
-        d_row = [z / scale for z in e]                   # softmax / T
-        d_row[target] -= 1.0 / T                          # minus one-hot / T
-        d_logits.append(d_row)
-    return fsum(losses) / T, d_logits                    # d_logits: (T, V)
+        if not all(map(math.isfinite, row)):
+            raise ValueError(f"logits at position {t} are not all finite numbers")
 
 
-def backward(p, cache, d_logits):
-    """Gradients of the loss for every parameter: a dict with the names and shapes of p.
-
-    The forward steps 4, 3, 2, 1 walked back. At each skip path, x_next = x + f(x), the
-    gradient reaches x twice: straight along the skip path, and back through f. The two are
-    added where they meet.
-    """
-    check_params(p)
-    needed = {"ids", "use_positions", "x0", "ln1", "att", "ln2", "h2", "act", "lnf", "hf"}
+def check_backward(p, cache, d_logits):
+    """Refuse a cache forward(p, ids) did not return, or d_logits that do not fit it."""
+    check_params(p, numbers=False)
+    needed = {"ids", "use_positions", "x0", "ln1", "att", "ln2", "h2", "act", "lnf", "hf",
+              "params"}
     if not isinstance(cache, dict) or not needed <= set(cache):
         raise TypeError("backward needs the cache that forward(p, ids) returned with the logits")
     ids = cache["ids"]
-    T = len(ids)
-    vocab = len(p["tok_emb"])
+    T, vocab = len(ids), len(p["tok_emb"])
     check_ids(ids, vocab, what="the cache's token IDs")
     made = (len(cache["x0"][0]), len(cache["act"][0]))        # (d, H) of the forward pass
     if made != (len(p["b2"]), len(p["b1"])) or T > len(p["pos_emb"]):
         raise ValueError(f"the cache comes from a model of width {made[0]} and hidden {made[1]} "
                          f"on {T} positions, not from p (width {len(p['b2'])}, hidden "
                          f"{len(p['b1'])}, {len(p['pos_emb'])} positions)")
+    if cache["params"] != fingerprint(p):
+        raise ValueError("the cache was made by forward with other parameter values: p has "
+                         "changed since, so run forward(p, ids) again before backward")
     if not isinstance(d_logits, list) or not all(isinstance(row, list) for row in d_logits):
         raise TypeError("d_logits must be a list of rows (lists of floats), as "
                         "loss_and_dlogits returns")
     if len(d_logits) != T or any(len(row) != vocab for row in d_logits):
         raise ValueError(f"d_logits must have shape ({T}, {vocab}) to match the forward pass, "
-                         f"not {shape(d_logits)}")
-    g = {}
-    # 4. output scores: logits = hf · W_out + b_out, hf = LNF(x2)
-    d_hf, g["W_out"], g["b_out"] = linear_backward(d_logits, cache["hf"], p["W_out"])
-    d_x2, g["lnf_g"], g["lnf_b"] = layernorm_backward(d_hf, p["lnf_g"], cache["lnf"])
-    # 3. x2 = x1 + m, m = act · W2 + b2, act = relu(pre), pre = h2 · W1 + b1, h2 = LN2(x1)
-    d_m = d_x2                             # x2 = x1 + m: the MLP's output gets d_x2 as it is
-    act = cache["act"]
-    g["W2"] = matmul_skipping_zeros(transpose(act), d_m)          # (H, d): actᵀ · d_m
-    g["b2"] = column_sums(d_m)                                     # (d)
-    # relu: the gradient passes only where its input was > 0, that is where act > 0
-    d_pre = masked_matmul(d_m, p["W2"], where=act)                 # (T, H): d_m · W2ᵀ, masked
-    d_W1_T = matmul_skipping_zeros(transpose(d_pre), cache["h2"])  # (H, d): d_preᵀ · h2
-    g["W1"] = [list(col) for col in zip(*d_W1_T)]                  # (d, H): h2ᵀ · d_pre
-    g["b1"] = column_sums(d_pre)                                   # (H)
-    # d_h2 = d_pre · W1ᵀ; matmul_skipping_zeros takes W1ᵀ by its rows, which are W1's columns
-    d_h2 = matmul_skipping_zeros(d_pre, transpose(p["W1"]))        # (T, d)
-    d_x1_mlp, g["ln2_g"], g["ln2_b"] = layernorm_backward(d_h2, p["ln2_g"], cache["ln2"])
-    d_x1 = add(d_x2, d_x1_mlp)             # skip path: straight through, plus through the MLP
-    # 2. x1 = x0 + a, a = Attention(h1), h1 = LN1(x0)
-    d_a = d_x1                             # x1 = x0 + a: attention's output gets d_x1 as it is
-    att_grads, d_h1 = attention_backward(p, cache["att"], d_a)
-    g.update(att_grads)
-    d_x0_att, g["ln1_g"], g["ln1_b"] = layernorm_backward(d_h1, p["ln1_g"], cache["ln1"])
-    d_x0 = add(d_x1, d_x0_att)             # skip path: straight through, plus through attention
-    # 1. x0[t] = tok_emb[ids[t]] + pos_emb[t]
-    d_pos_emb = zeros(len(p["pos_emb"]), len(p["pos_emb"][0]))    # (max_len, d); past T: 0
-    if cache["use_positions"]:
-        d_pos_emb[:T] = d_x0
-    g["pos_emb"] = d_pos_emb
-    # a token that occurs several times collects the gradient of every position it is at
-    positions = {}
-    for t, i in enumerate(ids):
-        positions.setdefault(i, []).append(d_x0[t])
-    d_tok_emb = zeros(vocab, len(p["tok_emb"][0]))                 # (V, d)
-    for i, rows in positions.items():
-        d_tok_emb[i] = column_sums(rows) if len(rows) > 1 else list(rows[0])   # a copy: no
-        # gradient row may be the same list as another (pos_emb's), or an update to one
-        # would change both
-    g["tok_emb"] = d_tok_emb
-    return {name: g[name] for name in PARAM_NAMES}
-
-
-def sequence_loss(p, ids, targets, use_positions=True):
-    """The mean next-token cross-entropy of one sequence (forward and loss, no gradient)."""
-    logits, _ = forward(p, ids, use_positions)
-    return loss_and_dlogits(logits, targets)[0]
+                         f"not {dims(d_logits)}")
