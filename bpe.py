@@ -245,6 +245,11 @@ class Tokenizer:
 
 # ---------------------------------------------------------------- files
 
+class FileProblem(ValueError):
+    """One of the lab's files cannot be used as it is; the message names the file and says
+    why. The command lines print it in one line, without a traceback."""
+
+
 def read_text(path):
     """The text of a UTF-8 file, exactly as stored (line ends untouched)."""
     with open(path, "rb") as file:      # a missing file raises FileNotFoundError
@@ -252,33 +257,40 @@ def read_text(path):
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise ValueError(f"{path} is not UTF-8 text: byte {error.start} is "
-                         f"{data[error.start:error.start + 1]!r}") from None
+        raise FileProblem(f"{path} is not UTF-8 text: byte {error.start} is "
+                          f"{data[error.start:error.start + 1]!r}") from None
 
 
 def write_atomically(path, text):
     """Write text to path as UTF-8 so that path is never left half written: the text goes to a
     temporary file in the same folder, which replaces path only once it is complete. On any
     failure the old file is untouched and the temporary one removed."""
-    data = text.encode("utf-8")
+    data = text.encode("utf-8")         # the whole text first: nothing is opened before
     folder = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path),
-                                         suffix=".tmp")
+    try:
+        handle, temporary = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path),
+                                             suffix=".tmp")
+    except OSError as error:
+        raise FileProblem(f"cannot write {path}: {error.strerror} (in {folder}); "
+                          f"the old file is unchanged") from None
     try:
         with os.fdopen(handle, "wb") as file:
             file.write(data)
             file.flush()
             os.fsync(file.fileno())
-        if os.path.exists(path):        # keep the old file's permissions
+        if os.path.exists(path):        # the new file keeps the old one's permissions
             os.chmod(temporary, os.stat(path).st_mode & 0o777)
         else:
             os.chmod(temporary, 0o666 & ~current_umask())
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as error:
         try:
             os.remove(temporary)
         except OSError:
             pass
+        if isinstance(error, OSError):
+            raise FileProblem(f"cannot write {path}: {error.strerror}; "
+                              f"the old file is unchanged") from None
         raise
 
 
@@ -290,8 +302,10 @@ def current_umask():
 
 
 def read_corpus(path=CORPUS_PATH):
-    """The corpus text, exactly as stored (UTF-8, line ends untouched)."""
-    return read_text(path)
+    """The corpus text, exactly as stored (UTF-8, "\n" line ends), refused if it is empty."""
+    text = read_text(path)
+    check_corpus(text, os.path.basename(path))
+    return text
 
 
 def _refuse_repeated_keys(pairs):
@@ -380,20 +394,67 @@ def main(argv=None):
                       help="exit 1 (and say what differs) if tokenizer.json is not what "
                            "corpus.txt trains to")
     args = parser.parse_args(argv)
-    try:
-        if args.write:
-            tokenizer = Tokenizer.train(read_corpus(), VOCAB_SIZE)
-            tokenizer.save(TOKENIZER_PATH)
-            print(f"wrote {TOKENIZER_PATH}: {len(tokenizer.vocab)} tokens, "
-                  f"{len(tokenizer.merges)} merges")
-            return 0
-        if args.check:
-            return check()
-        demo()
+    return run_reporting_problems(lambda: run(args))
+
+
+def run(args):
+    """Do what the parsed command line asks; return the exit code."""
+    if args.write:
+        tokenizer = Tokenizer.train(read_corpus(), VOCAB_SIZE)
+        tokenizer.save(TOKENIZER_PATH)
+        print(f"wrote {TOKENIZER_PATH}: {len(tokenizer.vocab)} tokens, "
+              f"{len(tokenizer.merges)} merges")
         return 0
-    except FileNotFoundError as error:
-        print(f"cannot read {error.filename}: no such file", file=sys.stderr)
+    if args.check:
+        return check()
+    demo()
+    return 0
+
+
+def run_reporting_problems(action):
+    """Run action() and return its exit code. A problem with one of the lab's files, or with
+    standard output, ends in one line on standard error and exit code 1; only a bug in the lab
+    itself gives a traceback. (Both command lines, this one and trace_block.py's, use it.)"""
+    if sys.stdout is None:                  # started with its output closed: 1>&-
+        return report("cannot print: standard output is closed")
+    try:
+        code = action()
+        sys.stdout.flush()                  # a full disk shows here, not at exit
+        return code
+    except BrokenPipeError:                 # python3 bpe.py | head: the reader stopped early
+        silence_stdout()
         return 1
+    except FileProblem as problem:
+        return report(str(problem))
+    except FileNotFoundError as error:
+        made_by = {"tokenizer.json": " Run: python3 bpe.py --write",
+                   "block-trace.json": " Run: python3 trace_block.py --write"}
+        hint = made_by.get(os.path.basename(str(error.filename)), "")
+        return report(f"cannot read {error.filename}: no such file.{hint}")
+    except OSError as error:
+        if error.filename is not None:
+            return report(f"cannot use {error.filename}: {error.strerror}")
+        silence_stdout()                    # what is left in its buffer cannot be written
+        return report(f"cannot write to standard output: {error.strerror or error}")
+
+
+def report(message):
+    """Print message as the one line of a failed command; return exit code 1."""
+    if sys.stderr is not None:
+        try:
+            print(message, file=sys.stderr)
+        except OSError:
+            pass
+    return 1
+
+
+def silence_stdout():
+    """Point standard output at the null device, so that Python's own flush at exit does not
+    fail a second time on what it could not write."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 # ---------------------------------------------------------------- input checks
@@ -415,6 +476,19 @@ def check_chunks_cover(chunks, text, pattern):
         skipped = text[end:]
     raise ValueError(f"the pattern {getattr(pattern, 'pattern', pattern)!r} skips {skipped!r} "
                      f"at position {end}")
+
+
+def check_corpus(text, name="corpus.txt"):
+    """Refuse a corpus that is empty, has Windows line ends, or does not end its first story
+    with a newline: the lab's files are compared byte for byte, with "\\n" line ends."""
+    if not text:
+        raise FileProblem(f"{name} is empty: it needs at least one story, one per line")
+    if "\r" in text:
+        line = text.count("\n", 0, text.index("\r")) + 1
+        raise FileProblem(f"{name} line {line} ends with \\r\\n (Windows line ends); the lab's "
+                          f"files use \\n (git checkout {name} restores it)")
+    if "\n" not in text:
+        raise FileProblem(f"{name} line 1 does not end with a newline: each story is one line")
 
 
 def check_counts(counts):
@@ -591,8 +665,4 @@ def check_ids(ids, vocab_size):
 #     |mia| has| a| red| hat|.| mia| goes| to| the| g|ar|d|en|.| at| the| g|ar|d|en|,| mia| gives| the| hat| to| ava|.| now| ava| has| the| red| hat|.|\n|
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BrokenPipeError:     # e.g. python3 bpe.py | head: the reader stopped early
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no second error
-        sys.exit(1)
+    sys.exit(main())

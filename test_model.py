@@ -983,7 +983,7 @@ class CommandLineTests(unittest.TestCase):
         self.assertFalse(ok)
         self.assertIn(f"initial_loss: 4.0 -> {fresh_trace()['initial_loss']}", message)
         self.assertIn("order_test.gaps_by_position_without_positions", message)
-        self.assertTrue(message.endswith("Run: python3 trace_block.py --write"), message)
+        self.assertIn("on purpose, record the new figures: python3 trace_block.py --write", message)
 
     def test_check_on_a_missing_trace_says_so_without_a_traceback(self):
         with tempfile.TemporaryDirectory() as folder:
