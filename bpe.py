@@ -301,8 +301,10 @@ def current_umask():
     return mask
 
 
-def read_corpus(path=CORPUS_PATH):
-    """The corpus text, exactly as stored (UTF-8, "\n" line ends), refused if it is empty."""
+def read_corpus(path=None):
+    """The corpus text (corpus.txt, or path), exactly as stored: UTF-8 with "\\n" line ends,
+    refused otherwise."""
+    path = CORPUS_PATH if path is None else path
     text = read_text(path)
     check_corpus(text, os.path.basename(path))
     return text
@@ -320,8 +322,11 @@ def _refuse_repeated_keys(pairs):
 
 # ---------------------------------------------------------------- command line
 
-def check(corpus_path=CORPUS_PATH, tokenizer_path=TOKENIZER_PATH, out=None):
-    """Compare tokenizer_path with what corpus_path trains to; print what differs; return 0 or 1."""
+def check(corpus_path=None, tokenizer_path=None, out=None):
+    """Compare tokenizer_path (tokenizer.json) with what corpus_path (corpus.txt) trains to;
+    print what differs; return 0 or 1."""
+    corpus_path = CORPUS_PATH if corpus_path is None else corpus_path
+    tokenizer_path = TOKENIZER_PATH if tokenizer_path is None else tokenizer_path
     out = sys.stdout if out is None else out
     name = os.path.basename(tokenizer_path)
     fix = "to fix it, run: python3 bpe.py --write"
@@ -393,8 +398,7 @@ def main(argv=None):
     mode.add_argument("--check", action="store_true",
                       help="exit 1 (and say what differs) if tokenizer.json is not what "
                            "corpus.txt trains to")
-    args = parser.parse_args(argv)
-    return run_reporting_problems(lambda: run(args))
+    return run_reporting_problems(lambda: run(parser.parse_args(argv)))
 
 
 def run(args):
@@ -418,8 +422,10 @@ def run_reporting_problems(action):
     if sys.stdout is None:                  # started with its output closed: 1>&-
         return report("cannot print: standard output is closed")
     try:
-        code = action()
-        sys.stdout.flush()                  # a full disk shows here, not at exit
+        try:
+            code = action()
+        finally:                            # also when argparse exits after --help
+            sys.stdout.flush()              # a full disk shows here, not at exit
         return code
     except BrokenPipeError:                 # python3 bpe.py | head: the reader stopped early
         silence_stdout()

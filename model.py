@@ -31,7 +31,7 @@ dropout, no tied embeddings. Standard library only.
 """
 import math
 import random
-from itertools import compress
+from itertools import chain, compress
 from math import exp, fsum, log, sqrt
 from operator import mul
 
@@ -680,15 +680,20 @@ def check_params(p, numbers=True):
             raise ValueError(f"parameter {name} has shape {got}, but tok_emb, pos_emb and W1 "
                              f"make a model of V={V}, d={d}, H={H}, max_len={L}, where {name} "
                              f"is {want}")
-        rows = t if len(want) == 2 else [t]
-        if len(want) == 2 and any(not isinstance(row, (list, tuple)) or len(row) != want[1]
-                                  for row in t):
+        if len(want) == 2 and not (is_matrix(t) and set(map(len, t)) == {want[1]}):
             raise ValueError(f"parameter {name} has rows of different lengths; each row of "
                              f"{name} must hold {want[1]} numbers")
-        for r, row in enumerate(rows if numbers else ()):
-            if not set(map(type, row)) <= NUMBERS:
-                c, v = next((c, v) for c, v in enumerate(row) if type(v) not in NUMBERS)
-                where = f"[{r}][{c}]" if len(want) == 2 else f"[{c}]"
+        numbers_of_t = chain.from_iterable(t) if len(want) == 2 else t
+        if numbers and not set(map(type, numbers_of_t)) <= NUMBERS:
+            check_numbers(name, t)
+
+
+def check_numbers(name, t):
+    """Refuse a tensor holding anything but ints and floats, naming the first such entry."""
+    for r, row in enumerate(t if isinstance(t[0], (list, tuple)) else [t]):
+        for c, v in enumerate(row):
+            if type(v) not in NUMBERS:
+                where = f"[{r}][{c}]" if isinstance(t[0], (list, tuple)) else f"[{c}]"
                 raise TypeError(f"parameter {name}{where} is {v!r:.40} ({type(v).__name__}); "
                                 f"parameters hold floats")
 
@@ -696,8 +701,8 @@ def check_params(p, numbers=True):
 def fingerprint(p):
     """A hash of every number in p: forward stores it in its cache, and backward refuses a
     cache made when the parameters held other values (its gradients would be wrong)."""
-    return hash(tuple(tuple(row) if isinstance(row, (list, tuple)) else row
-                      for name in PARAM_NAMES for row in p[name]))
+    return hash(tuple(tuple(map(tuple, p[name])) if is_matrix(p[name]) else tuple(p[name])
+                      for name in PARAM_NAMES))
 
 
 def check_forward(p, ids, use_positions):

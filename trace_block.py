@@ -51,10 +51,9 @@ STEP = 1e-6                 # the nudge of the central differences
 
 def trace():
     """Every figure of block-trace.json, computed afresh, keys in the file's order."""
-    tok = load_tokenizer()
-    p = build(tok, SERIES)
-    story = first_story()
+    story, tok = first_story(), load_tokenizer()
     ids = story_ids(tok, story, SERIES["max_len"])
+    p = build(tok, SERIES)
     x, y = ids[:-1], ids[1:]                                 # each token predicts the next
     logits, cache = model.forward(p, x)
     loss, _ = model.loss_and_dlogits(logits, y)
@@ -132,8 +131,9 @@ def build(tok, cfg):
 
 ################ The gradient check
 
-def numeric_gradients(p, x, y, step=STEP):
-    """Central differences of the loss for every entry of p, one entry at a time.
+def numeric_gradients(p, x, y, step=STEP, names=None):
+    """Central differences of the loss for every entry of p (or of the tensors named), one
+    entry at a time.
 
     Each entry is nudged by +step and -step and the loss recomputed: the slope between the
     two is the numerical gradient. Returns (numeric, kinks): numeric has p's names and shapes;
@@ -141,9 +141,11 @@ def numeric_gradients(p, x, y, step=STEP):
     on or off. The difference quotient there is a slope across the kink, not a derivative.
     Every entry is put back as it was, even if the loss raises or the run is interrupted.
     """
-    check_step(step)
+    check_nudging(p, step, names)
     numeric, kinks = {}, []
     for name, tensor in p.items():
+        if names is not None and name not in names:
+            continue
         is_matrix = isinstance(tensor[0], list)
         slopes = []
         for r, row in enumerate(tensor if is_matrix else [tensor]):
@@ -179,9 +181,10 @@ def backward_gradients(p, x, y):
 
 
 def compare_gradients(grads, numeric, kinks=()):
-    """How far backward()'s gradients are from the numeric ones: a dict of
-    parameters_checked (the entries compared), max_abs_error, max_rel_error, kinks and worst,
-    the entry of the largest absolute error with both its values.
+    """How far backward()'s gradients are from the numeric ones, over every tensor numeric
+    holds: a dict of parameters_checked (the entries compared), max_abs_error, max_rel_error,
+    errors_by_tensor (each tensor's largest absolute error), kinks, and worst, the entry of the
+    largest absolute error with both its values.
 
     The relative error is cs231n's |a - n| / max(|a|, |n|), taken over the entries at least
     1e-4 in size: the difference quotient carries a rounding error near 1e-9, which would
@@ -192,7 +195,9 @@ def compare_gradients(grads, numeric, kinks=()):
     worst = None
     checked = 0
     set_aside = set(kinks)
+    by_tensor = {}
     for name in numeric:
+        by_tensor[name] = 0.0
         is_matrix = isinstance(numeric[name][0], list)
         width = len(numeric[name][0]) if is_matrix else None
         for n, (analytic, slope) in enumerate(zip(flatten(grads[name]), flatten(numeric[name]))):
@@ -201,6 +206,7 @@ def compare_gradients(grads, numeric, kinks=()):
                 continue
             checked += 1
             error = abs(slope - analytic)
+            by_tensor[name] = max(by_tensor[name], error) if error == error else error   # nan
             if worst is None or error > worst_abs or math.isnan(error):
                 worst_abs, worst = error, {"entry": entry_name(where), "backward": analytic,
                                            "finite_difference": slope}
@@ -208,7 +214,8 @@ def compare_gradients(grads, numeric, kinks=()):
             if size >= 1e-4:
                 worst_rel = max(worst_rel, error / size)
     return {"parameters_checked": checked, "max_abs_error": worst_abs,
-            "max_rel_error": worst_rel, "kinks": list(kinks), "worst": worst}
+            "max_rel_error": worst_rel, "errors_by_tensor": by_tensor, "kinks": list(kinks),
+            "worst": worst}
 
 
 def gradient_check(p, x, y, step=STEP):
@@ -303,15 +310,16 @@ def to_json(figures):
     return json.dumps(figures, indent=2, ensure_ascii=False) + "\n"
 
 
-def write(path=TRACE_FILE):
-    """Compute the trace and write it to path, replacing the old file only once the new one is
-    complete."""
-    bpe.write_atomically(path, to_json(trace()))
+def write(path=None):
+    """Compute the trace and write it to path (block-trace.json), replacing the old file only
+    once the new one is complete."""
+    bpe.write_atomically(TRACE_FILE if path is None else path, to_json(trace()))
 
 
-def check(path=TRACE_FILE):
-    """Compare the recorded trace with a fresh one, byte for byte: (up to date?, message)."""
-    path = Path(path)   # a str works too
+def check(path=None):
+    """Compare the recorded trace (block-trace.json, or path) with a fresh one, byte for byte:
+    (up to date?, message)."""
+    path = Path(TRACE_FILE if path is None else path)   # a str works too
     try:
         with open(path, "rb") as file:
             recorded = file.read(LARGEST_TRACE + 1)
@@ -631,8 +639,7 @@ def main(argv=None):
     action.add_argument("--time", action="store_true",
                         help="time one training step (forward, loss, backward) at T = 8, 16, 32 "
                              "and 64 tokens: milliseconds per step and tokens per second")
-    args = parser.parse_args(argv)
-    return bpe.run_reporting_problems(lambda: run(args))
+    return bpe.run_reporting_problems(lambda: run(parser.parse_args(argv)))
 
 
 def run(args):
@@ -650,7 +657,7 @@ def run(args):
         for T, ms in time_steps():
             print(f"{T:>4} {ms:9.1f} {T / ms * 1e3:9.0f}")
     elif args.show:
-        if not can_print("█░·│"):
+        if not can_print("█░·│") and hasattr(sys.stdout, "reconfigure"):
             sys.stdout.reconfigure(encoding="utf-8")   # e.g. a Windows console on a code page
         show()
     else:
@@ -686,12 +693,18 @@ def check_story(tok, story, max_len):
                           f"the trace needs at least 2 (one to read, one to predict)")
 
 
-def check_step(step):
-    """Refuse a finite-difference step that is not a positive, finite number."""
+def check_nudging(p, step, names):
+    """Refuse a finite-difference step that is not a positive, finite number, and names that
+    are not parameters of p."""
     if isinstance(step, bool) or not isinstance(step, (int, float)):
         raise TypeError(f"step must be a number, not {type(step).__name__}")
     if not 0 < step < math.inf:
         raise ValueError(f"step must be a positive number, such as 1e-6, not {step!r}")
+    model.check_params(p)
+    unknown = [name for name in names or () if name not in p]
+    if isinstance(names, str) or unknown:
+        raise ValueError(f"names must be a list of parameter names, such as ['W1', 'b1'], "
+                         f"not {names!r}")
 
 
 def check_tensor(tensor):
@@ -705,11 +718,10 @@ def check_gradients_fit(grads, numeric):
     for name, value in (("grads", grads), ("numeric", numeric)):
         if not isinstance(value, dict):
             raise TypeError(f"{name} must be a dict of gradients, not {type(value).__name__}")
-    if list(grads) != list(numeric):
-        missing = [n for n in numeric if n not in grads]
-        extra = [n for n in grads if n not in numeric]
-        raise ValueError(f"the two gradients must name the same tensors; grads lacks "
-                         f"{missing}, and has {extra} that numeric lacks")
+    missing = [name for name in numeric if name not in grads]
+    if missing or not numeric:
+        raise ValueError(f"grads lacks {missing}, which numeric holds" if missing else
+                         "numeric holds no gradient to compare")
     for name in numeric:
         if model.shape(grads[name]) != model.shape(numeric[name]):
             raise ValueError(f"gradient {name} has shape {model.shape(grads[name])} but the "
