@@ -169,6 +169,7 @@ def softmax(row):
     >>> softmax([1.0, 1.0, -math.inf])
     [0.5, 0.5, 0.0]
     """
+    check_vector(row, "softmax")
     top = max(row)
     e = [exp(z - top) for z in row]
     total = fsum(e)
@@ -182,6 +183,8 @@ def softmax_backward(w, d_w):
     >>> softmax_backward([0.5, 0.5, 0.0], [1.0, 0.0, 7.0])
     [0.25, -0.25, 0.0]
     """
+    check_vector(w, "softmax_backward: w")
+    check_vector(d_w, "softmax_backward: d_w", length=len(w))
     average = fsum(map(mul, w, d_w))                   # d_w averaged with the weights w
     return [w_j * (d_w_j - average) for w_j, d_w_j in zip(w, d_w)]
 
@@ -469,6 +472,14 @@ def check_rows(m, who):
     if len(widths) > 1:
         raise ValueError(f"{who} needs rows of one length, not {sorted(widths)}")
     return widths.pop() if widths else 0
+
+
+def check_vector(v, who, length=None):
+    """Refuse anything but a non-empty list of numbers (of the given length) for `who`."""
+    if not isinstance(v, (list, tuple)) or not v or not set(map(type, v)) <= NUMBERS:
+        raise TypeError(f"{who} needs a non-empty list of numbers, not {v!r:.40}")
+    if length is not None and len(v) != length:
+        raise ValueError(f"{who} has {len(v)} entries, not {length}")
 
 
 def check_shape(x):

@@ -1410,6 +1410,12 @@ class Refusals(unittest.TestCase):
             ("shape: a float", lambda: model.shape(1.5), TypeError, "shape\\(\\) takes a list"),
             *[(f"zeros({rows}, {cols})", lambda rows=rows, cols=cols: model.zeros(rows, cols),
                ValueError, "sizes of at least 0") for rows, cols in ((-1, 3), (2, -1))],
+            *[(f"softmax({row!r})", lambda row=row: model.softmax(row), TypeError,
+               "softmax needs a non-empty list of numbers") for row in ([], None, ["1"])],
+            ("softmax_backward of two lengths", lambda: model.softmax_backward([0.5, 0.5], [1.0]),
+             ValueError, "softmax_backward: d_w has 1 entries, not 2"),
+            ("softmax_backward of None", lambda: model.softmax_backward([1.0], None), TypeError,
+             "softmax_backward: d_w needs a non-empty list"),
         ])
 
     def test_trace_block(self):
@@ -1514,6 +1520,7 @@ def lab_copy(**changed):
 def one_line(test, code, out, err, *parts):
     """Assert a failed command: exit 1, nothing on stdout, one line on stderr with parts."""
     test.assertEqual(code, 1, out + err)
+    test.assertEqual(out, "")
     test.assertNotIn("Traceback", err)
     test.assertEqual(len(err.strip().splitlines()), 1, err)
     for part in parts:
@@ -1670,10 +1677,44 @@ class FaultTests(unittest.TestCase):
                 one_line(self, *run_main(bpe.main, *args), *parts)
 
     def test_a_folder_where_a_file_belongs_is_one_line(self):
-        with lab_copy(tokenizer_json=None) as folder:
-            (folder / "tokenizer.json").mkdir()
-            one_line(self, *run_main(trace_block.main), "tokenizer.json")
-            one_line(self, *run_main(bpe.main, "--write"), "tokenizer.json")
+        for name, runs in (("tokenizer.json", [(trace_block.main, ["--show"]),
+                                                (bpe.main, ["--write"])]),
+                           ("corpus.txt", [(trace_block.main, ["--time"]), (bpe.main, ["--check"])]),
+                           ("block-trace.json", [(trace_block.main, ["--check"]),
+                                                 (trace_block.main, ["--write"])])):
+            for main, args in runs:
+                with self.subTest(file=name, command=[main.__module__] + args), \
+                        lab_copy(**{re.sub(r"[.-]", "_", name): None}) as folder, \
+                        mock.patch.object(trace_block, "trace", recorded_trace):
+                    (folder / name).mkdir()
+                    one_line(self, *run_main(main, *args), name)
+
+    def test_a_folder_that_cannot_be_written_in_is_one_line(self):
+        refused = mock.patch.object(bpe.tempfile, "mkstemp",
+                                    side_effect=PermissionError(13, "Permission denied"))
+        with lab_copy() as folder, refused, mock.patch.object(trace_block, "trace",
+                                                              recorded_trace):
+            one_line(self, *run_main(trace_block.main, "--write"), "cannot write",
+                     "block-trace.json: Permission denied", "the old file is unchanged")
+            self.assertEqual((folder / "block-trace.json").read_bytes(),
+                             (HERE / "block-trace.json").read_bytes())
+
+    def test_a_tokenizer_that_cannot_encode_the_trace_s_sentences_is_one_line(self):
+        tok = tokenizer()
+        without_w = bpe.Tokenizer.train(FIRST_STORY.replace("w", "") + "\n", 40)
+        with lab_copy(tokenizer_json=without_w.to_json().encode()):
+            one_line(self, *run_main(trace_block.main, "--show"),
+                     "tokenizer.json cannot encode 'now mia gives the hat to leo.'",
+                     "python3 bpe.py --write")
+        self.assertEqual(len(tok.vocab), 96)
+
+    def test_time_on_a_corpus_of_one_short_story(self):
+        with lab_copy(corpus_txt=b"mia has a red hat.\n"), mock.patch.object(
+                trace_block, "time_steps", functools.partial(REAL_TIME_STEPS, lengths=(4, 9),
+                                                             repeats=1)):
+            code, out, err = run_main(trace_block.main, "--time")
+        self.assertEqual(code, 0, err)
+        self.assertEqual([line.split()[0] for line in out.splitlines()[2:]], ["4", "9"])
 
     def test_a_full_standard_output_is_one_line(self):
         # python3 trace_block.py --show >/dev/full: every write fails

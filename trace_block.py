@@ -104,9 +104,11 @@ def trace():
 def load_tokenizer():
     """The lab's trained tokenizer, tokenizer.json beside this file."""
     try:
-        return Tokenizer.load(TOKENIZER_FILE)
+        tok = Tokenizer.load(TOKENIZER_FILE)
     except (TypeError, ValueError) as error:        # the file is there, but not a tokenizer
         raise FileProblem(f"{error}. Run: python3 bpe.py --write") from None
+    check_sentences(tok)
+    return tok
 
 
 def first_story():
@@ -652,6 +654,7 @@ def run(args):
         print(message, file=sys.stdout if ok else sys.stderr)
         return 0 if ok else 1
     elif args.time:
+        corpus_ids(load_tokenizer(), 65)        # a problem with the files shows before the table
         print(f"python {sys.version.split()[0]}: one training step (forward, loss, backward)")
         print(f"{'T':>4} {'ms/step':>9} {'tokens/s':>9}")
         for T, ms in time_steps():
@@ -672,6 +675,16 @@ def check_tokenizer(tok):
     if not hasattr(tok, "vocab") or not hasattr(tok, "encode"):
         raise TypeError(f"expected a tokenizer (trace_block.load_tokenizer()), "
                         f"not {type(tok).__name__}")
+
+
+def check_sentences(tok):
+    """Refuse a tokenizer.json that cannot encode the sentences of the trace."""
+    for sentence in (ORDER_A, ORDER_B, GRADIENT_SENTENCE):
+        try:
+            tok.encode(sentence)
+        except ValueError as error:
+            raise FileProblem(f"{TOKENIZER_FILE.name} cannot encode {sentence!r}: {error}. "
+                              f"Run: python3 bpe.py --write") from None
 
 
 def check_config(cfg):
