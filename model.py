@@ -12,8 +12,9 @@ and `backward` walks the same lines in reverse, giving a gradient for every para
 Read it top-down: list helpers, layer normalization, causal self-attention, then the whole
 model (parameters, forward, loss, backward). Each backward walks its forward's numbered steps
 in reverse, quoting the line it differentiates, and every gradient is d_ + the forward name
-(d_x1, d_W1). The two sections at the end, "Speed" and "Input checks", can be skipped: every
-public function calls its check in one line, and the checks live there.
+(d_x1, d_W1). The sections at the end can be skipped: "Speed" (the one trick, leaving out
+the products of a zero), "Rows too large to square", and "Input checks", where the check that
+each public function calls in its first line lives.
 
 Shapes, in comments where each matrix is made:
     T  positions in the sequence (1..max_len)     d  width of the model (16)
@@ -83,7 +84,7 @@ def matmul(a, b):
     check_matmul(a, b)
     b_cols = list(zip(*b))                          # made once, for every row of a
     return [[fsum(map(mul, row, col)) for col in b_cols] if all(row)
-            else row_times_skipping_zeros(row, b)   # Speed: a row that holds a 0.0
+            else row_times_skipping_zeros(row, b)   # Speed: a row holding a 0.0, see there
             for row in a]
 
 
@@ -127,7 +128,7 @@ def layernorm_forward(x, g, b):
         # 1. centre
         mean = fsum(row) / d
         centred = [v - mean for v in row]
-        # 2. scale (a row beyond about 1e154 would overflow its squares: see "Speed")
+        # 2. scale (a row beyond about 1e154 overflows its squares: see std_of_huge_row)
         variance = fsum(c * c for c in centred) / d
         s = sqrt(variance + EPS) if variance < math.inf else std_of_huge_row(centred)
         xhat.append([c / s for c in centred])                      # (d)
@@ -419,15 +420,15 @@ def row_times_skipping_zeros(row, b):
     return [fsum(map(mul, kept, col)) for col in zip(*compress(b, row))]   # b's rows they meet
 
 
+################ Rows too large to square (you can skip this section)
+
 def std_of_huge_row(centred):
     """√(variance + EPS) of a centred row whose squares overflow (entries beyond about 1e154).
 
     The row is divided by a power of two first, which is exact, so the squares stay finite:
-    std = scale · √(variance of the scaled row + EPS / scale²).
+    std = scale · √(variance of the scaled row + EPS / scale²). (check_layernorm keeps the
+    values of a row to less than 2**1000 in all, so the centred ones are finite.)
     """
-    if not all(map(math.isfinite, centred)):
-        raise ValueError("layer norm cannot centre a row this large: its values minus their "
-                         "mean exceed the largest float")
     scale = 2.0 ** math.frexp(max(map(abs, centred)))[1]
     scaled = [c / scale for c in centred]
     return scale * sqrt(fsum(c * c for c in scaled) / len(scaled) + EPS / scale / scale)
