@@ -469,7 +469,7 @@ def check_rows(m, who):
     """
     if not is_matrix(m):
         raise TypeError(f"{who} needs a matrix (a list of rows), not {type(m).__name__}")
-    widths = {len(row) for row in m}
+    widths = set(map(len, m))
     if len(widths) > 1:
         raise ValueError(f"{who} needs rows of one length, not {sorted(widths)}")
     return widths.pop() if widths else 0
