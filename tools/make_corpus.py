@@ -131,17 +131,22 @@ LESSON = {
 # own choices (r.choice) pick the sentences; the slots are filled afterwards, by quota.
 
 SPOTS = ["under a bush", "by the gate", "in the grass", "behind a tree", "near the bench",
-         "in the sand", "under the slide", "by the shed", "down by the pond"]
+         "in the sand", "under the slide", "by the shed", "down by the water",
+         "under a big stone", "on a wall", "in a puddle"]
 
 
 def first_like(r):
-    return ["{a} has a {c} {o}.",
-            r.choice(["{a.he} {go} to the {pl}.", "{a.he} {go} to the {pl} with it."]),
+    return [r.choice(["{a} has a {c} {o}.", "{a} has a new {c} {o}.",
+                      "{a} has two {c} {o}s."]),
+            r.choice(["{a.he} {go} to the {pl}.", "{a.he} {go} to the {pl} with it.",
+                      "one day {a.he} {go} to the {pl}."]),
             r.choice(["{at} the {pl}, {give:a:o:b}", "{a.he} sees {b} there. {give:a:o:b}",
-                      "{at} the {pl}, {a.he} meets {b}. {give:a:o:b}"]),
+                      "{at} the {pl}, {a.he} meets {b}. {give:a:o:b}",
+                      "{b} is there, and {b.he} looks sad. {give:a:o:b}"]),
             r.choice(["{now}{b} has the {c} {o}.",
                       "{now}{b} has the {o}, and {b.he} says thank you.",
-                      "{now}{b} is happy, and {b.he} gives {a} a hug."])]
+                      "{now}{b} is happy, and {b.he} gives {a} a hug.",
+                      "{b} says thank you, and they play with it together."])]
 
 
 def lost(r):
@@ -157,23 +162,33 @@ def lost(r):
 
 def found(r):
     return ["{a} {go} to the {pl}.",
-            r.choice(["there {a.he} sees a {c} {o} in the grass.",
-                      "{at} the {pl}, {a.he} sees a {c} {o} by a tree."]),
+            r.choice(["there {a.he} sees a {c} {o} on the ground.",
+                      "{at} the {pl}, {a.he} sees a {c} {o} by a bench.",
+                      "{at} the {pl}, {a.he} sees a {c} {o} that someone has lost."]),
             "it is {b}'s {o}.", "{give:a:o:b}",
             r.choice(["{now}{b} has the {o} back.", "{b} is happy to see it again.",
                       "{b} gives {a} a big smile."])]
 
 
 def turn(r):
-    return ["{b} wants to play with {a}'s {c} {o}.",
-            r.choice(["{a} says no.", "{a} is not sure.", "{a} wants it too."]),
-            "then {a} sees that {b} is sad.", "{give:a:o:b}",
-            r.choice(["{now}they play with it together.",
-                      "{now}{b} has a turn, and then {a} has a turn."])]
+    if r.random() < 0.5:
+        start = ["{b} wants to play with {a}'s {c} {o}.",
+                 r.choice(["{a} says no.", "{a} is not sure.", "{a} wants it too."]),
+                 "then {a} sees that {b} is sad."]
+    else:
+        start = ["{b} and {a} both want the {c} {o}.",
+                 r.choice(["they pull and pull.", "they both say it is theirs.",
+                           "they both hold on to it."]),
+                 r.choice(["then {a} lets go.", "then {a} has an idea."])]
+    return start + ["{give:a:o:b}",
+                    r.choice(["{now}they play with it together.",
+                              "{now}{b} has a turn, and then {a} has a turn.",
+                              "{b} says thank you, and soon {b.he} gives it back."])]
 
 
 def call(r):
-    return ["'{a}, come and see,' says {b}.", "{a.he} {go} to {b}.",
+    return [r.choice(["'{a}, come and see,' says {b}.", "'{a}, look at this,' says {b}.",
+                      "'{a}, come here,' calls {b}."]), "{a.he} {go} to {b}.",
             r.choice(["{b} has a {c} {o} in {b.his} hands.", "there is a {c} {o} in the grass.",
                       "a little bird sits on a {c} {o}."]),
             r.choice(["{give:b:o:a}", "'it is a good {o},' says {a}.",
@@ -189,7 +204,8 @@ def card(r):
 
 
 def picnic(r):
-    return ["{a} and {b} have a picnic {at} the {pl}.", "{a} has buns and {b} has apples.",
+    return ["{a} and {b} have a picnic by the " + r.choice(["pond", "lake", "river", "sea"]) + ".",
+            "{a} has buns and {b} has apples.",
             "{a} {gives} {b} a bun, and {b} {gives} {a} an apple.",
             r.choice(["{now}they both have a bun and an apple.",
                       "then a duck comes, and they give it some crumbs.",
@@ -317,8 +333,8 @@ def dog_steals(r):
     return [f"the {an} takes {{a}}'s {o} and runs away.", "{a} runs and runs.",
             r.choice([f"at last the {an} drops the {o}.",
                       f"the {an} hides the {o} in the grass.", f"the {an} stops by the gate."]),
-            r.choice(["{a.he} laughs.", f"{{now}}{{a}} has the {o} back.",
-                      f"{{a.he}} gives the {an} a pat.", f"the {an} wags its tail."])]
+            r.choice(["{a} laughs.", f"{{now}}{{a}} has the {o} back.",
+                      f"{{a}} gives the {an} a pat.", f"the {an} wags its tail."])]
 
 
 def snow(r):
@@ -377,9 +393,9 @@ def plant(r):
 def shop(r):
     items = r.sample(["milk", "bread", "apples", "eggs", "rice", "cheese", "pears", "buns"], 3)
     return ["{a} and {g} go to the shop.", f"they buy {items[0]}, {items[1]} and {items[2]}.",
-            r.choice(["{a} carries the bag home.", "{a} helps to pay.",
-                      "{g} gives {a} a treat.", "the man at the shop {gives} a bun to {a}."]),
-            r.choice(["{now}they go home.", "then they walk home.", "{now}they are home again."])]
+            r.choice(["{a} helps to pay.", "{g} gives {a} a treat.",
+                      "the man at the shop {gives} a bun to {a}."]),
+            r.choice(["{now}they go home.", "then they walk home.", "{a} carries the bag home."])]
 
 
 def race(r):
@@ -502,9 +518,9 @@ PLOT_SEED = 11           # picks the plots' order and each plot's sentences
 
 # ---------------------------------------------------------------- the slots and their words
 
-SHE = ("mia", "ava", "zoe", "kim", "tess", "bea", "mum", "grandma")
+SHE = ("mia", "ava", "zoe", "molly", "tess", "bea", "mum", "grandma")
 PRONOUNS = {"he": ("he", "she"), "his": ("his", "her"), "him": ("him", "her")}
-OTHER_CHILDREN = ("tom", "sam", "ben", "owen", "kim", "sid", "tess", "bea", "eli", "zoe")
+OTHER_CHILDREN = ("tom", "sam", "ben", "owen", "molly", "sid", "tess", "bea", "eli", "zoe")
 GIVE_FORMS = {"gives-to": "{x} gives the {t} to {y}.",     # x gives the t to y
               "gives-y": "{x} gives {y} the {t}.",          # x gives y the t
               "hands-to": "{x} hands the {t} to {y}."}      # x hands the t to y
@@ -518,7 +534,7 @@ KINDS = {
                                   "black")),
     "thing": (("hat",), ("ball", "kite", "book", "doll", "drum", "boat", "bell", "car", "teddy",
                          "truck", "train", "top", "cap", "puzzle", "cup", "bag")),
-    "place": (("park",), ("beach", "pond", "lake", "barn", "river", "shop", "zoo", "market")),
+    "place": (("park",), ("beach", "pond", "lake", "river", "playground", "sea")),
     "at": (("at",), ("near",)),
     "go": (("goes",), ("walks", "runs")),
     "gives": (("gives",), ("hands",)),
@@ -583,8 +599,22 @@ def make_templates():
         round_ = [plot for plot in PLOTS for _ in range(WEIGHTS.get(plot.__name__, 1))]
         rng.shuffle(round_)
         order += round_
-    return [Template(" ".join(plot(random.Random(PLOT_SEED * 7919 + i))))
-            for i, plot in enumerate(order[:N_STORIES])]
+    for kind, (steered, others) in KINDS.items():
+        for word in steered + others:
+            bad = sorted(set(FIELD.sub("", GIVE_FORMS.get(word, word))) - set(ALPHABET))
+            if bad:
+                raise ValueError(f"the {kind} word {word!r} has characters outside the "
+                                 f"alphabet: {bad}")
+    templates = []
+    for i, plot in enumerate(order[:N_STORIES]):
+        text = " ".join(plot(random.Random(PLOT_SEED * 7919 + i)))
+        bad = sorted(set(FIELD.sub("", text)) - set(ALPHABET))
+        if bad or text != text.lower() or not re.search(r"(\.|\{give:[^}]*\})$", text):
+            raise ValueError(f"the plot {plot.__name__} wrote {text!r}: every story must be "
+                             f"lower case, end with a full stop and keep to the alphabet "
+                             f"{ALPHABET[1:]!r}" + (f" (not {bad})" if bad else ""))
+        templates.append(Template(text))
+    return templates
 
 
 class Filler:
@@ -612,6 +642,18 @@ class Filler:
         return (all(quotas[name] >= 0 for name in QUOTA_NAMES)
                 and all(sum(quotas[f"{kind}:{word}"] for word in steered) <= self.room(kind)
                         for kind, (steered, _) in KINDS.items()))
+
+    def fit(self, quotas):
+        """quotas, each cut to 0 or more and each kind's cut to the slots it has (the last
+        steering word of a kind gives way first)."""
+        quotas = {name: max(0, quotas[name]) for name in QUOTA_NAMES}
+        for kind, (steered, _) in KINDS.items():
+            excess = sum(quotas[f"{kind}:{word}"] for word in steered) - self.room(kind)
+            for word in reversed(steered):
+                cut = min(excess, quotas[f"{kind}:{word}"]) if excess > 0 else 0
+                quotas[f"{kind}:{word}"] -= cut
+                excess -= cut
+        return quotas
 
     def stories(self, quotas):
         values = [{} for _ in self.templates]
@@ -694,37 +736,49 @@ def train(chunk_counts, vocab_size=bpe.VOCAB_SIZE):
     for w, ids in enumerate(words):
         for pair in zip(ids, ids[1:]):
             counts[pair] = counts.get(pair, 0) + weights[w]
-            where.setdefault(pair, set()).add(w)
+            where.setdefault(pair, []).append(w)
     heap = [(-count, pair) for pair, count in counts.items()]
     heapq.heapify(heap)
     merges = []
     while len(vocab) < vocab_size:
+        # the most frequent pair, ties to the smallest (left, right): the heap's first entry
+        # whose count is still current (entries are pushed again when a count changes)
         while heap and counts.get(heap[0][1], 0) != -heap[0][0]:
-            heapq.heappop(heap)                       # an entry from before a count changed
+            heapq.heappop(heap)
         if not heap:
             raise ValueError(f"every chunk is one token after {len(merges)} merges")
-        _, pair = heapq.heappop(heap)
+        pair = heapq.heappop(heap)[1]
+        left, right = pair
         new_id = len(vocab)
-        vocab.append(vocab[pair[0]] + vocab[pair[1]])
+        vocab.append(vocab[left] + vocab[right])
         merges.append(pair)
-        changed = set()
-        for w in sorted(where.pop(pair)):
+        touched = {}
+        for w in dict.fromkeys(where.pop(pair)):       # each word once, in a fixed order
             old, weight = words[w], weights[w]
-            new = bpe.merge(old, pair, new_id)
+            new, i = [], 0
+            while i < len(old):                          # bpe.merge, written out
+                if i + 1 < len(old) and old[i] == left and old[i + 1] == right:
+                    new.append(new_id)
+                    i += 2
+                else:
+                    new.append(old[i])
+                    i += 1
+            if len(new) == len(old):
+                continue                                 # an entry left from before a merge
             for p in zip(old, old[1:]):
                 counts[p] -= weight
-                changed.add(p)
+                touched[p] = True
             for p in zip(new, new[1:]):
                 counts[p] = counts.get(p, 0) + weight
-                where.setdefault(p, set()).add(w)
-                changed.add(p)
+                touched[p] = True
+                if new_id in p:
+                    where.setdefault(p, []).append(w)
             words[w] = new
-        for p in sorted(changed):
-            if counts.get(p, 0) > 0:
+        for p in touched:
+            if counts[p] > 0:
                 heapq.heappush(heap, (-counts[p], p))
             else:
-                counts.pop(p, None)
-                where.pop(p, None)
+                del counts[p]
     return vocab, merges
 
 
@@ -937,33 +991,46 @@ class Steering:
 
     def find_loss(self, quotas, seed, budget):
         """Phase 2: walk among settings that keep every pinned ID right until the first
-        story's other tokens give the lesson's loss and verify() passes. Returns quotas or
-        None."""
+        story's token IDs give the lesson's loss and verify() passes. A step is taken only
+        if it does not move the loss more than SLACK further from the lesson's, so the walk
+        drifts towards it and then stays near it, where about one new set of IDs in a
+        hundred hits it. Returns quotas or None."""
         rng = random.Random(seed)
-        tried = {}
-        for step in range(budget):
-            if step:
-                trial = dict(quotas)
-                for _ in range(rng.choice((1, 2, 3))):
-                    name = rng.choice(QUOTA_NAMES)
-                    trial[name] += rng.choice((1, -1, 2, -2, 3, -3))
-                e, _ = self.evaluate(trial)
-                if e is None or size(e) != 0:
-                    continue
-                quotas = trial
-            _, story = self.evaluate(quotas)
-            if story in tried:
-                continue
-            tried[story] = initial_loss(story)
-            if len(tried) % 100 == 0:
-                self.say(f"  {len(tried)} sets of story IDs tried, {step} steps")
-            if tried[story] == LESSON["initial_loss"]:
+        target = LESSON["initial_loss"]
+        losses = {}
+
+        def loss_of(story):
+            if story not in losses:
+                losses[story] = initial_loss(story)
+                if len(losses) % 100 == 0:
+                    self.say(f"  {len(losses)} sets of story IDs tried")
+            return losses[story]
+
+        failed = set()                      # story IDs with the right loss that verify() refused
+        story = self.evaluate(quotas)[1]
+        current = loss_of(story)
+        for _ in range(budget):
+            if current == target and story not in failed:
                 problems = verify(self.maker.corpus(quotas))
                 if not problems:
-                    self.say(f"  the lesson's loss at the {len(tried)}th set of story IDs")
+                    self.say(f"  the lesson's loss at the {len(losses)}th set of story IDs")
                     return quotas
                 self.say(f"  the loss is right but: {problems[0]}; walking on")
+                failed.add(story)
+            trial = dict(quotas)
+            for _ in range(rng.choice((1, 2, 3))):
+                name = rng.choice(QUOTA_NAMES)
+                trial[name] += rng.choice((1, -1, 2, -2, 3, -3))
+            e, trial_story = self.evaluate(trial)
+            if e is None or size(e) != 0:
+                continue
+            loss = loss_of(trial_story)
+            if abs(loss - target) <= abs(current - target) + SLACK or story in failed:
+                quotas, story, current = trial, trial_story, loss
         return None
+
+
+SLACK = 0.002        # how far a step of the loss walk may move the loss away from the lesson's
 
 
 def steer(maker, quotas, say, seed=1):
@@ -1071,9 +1138,8 @@ def main(argv=None):
         return 1
     maker = Maker(extra)
     if not maker.filler.fits(quotas):
-        print("make_corpus: the stored quotas ask for more slots than the plots have; "
-              "delete tools/quotas.json to start from the built-in ones", file=sys.stderr)
-        return 1
+        quotas = maker.filler.fit(quotas)
+        say("the stored quotas ask for more slots than the plots have now: cut to fit")
     corpus = maker.corpus(quotas)
     problems = verify(corpus)
     if args.check:
