@@ -137,7 +137,7 @@ SPOTS = ["under a bush", "by the gate", "in the grass", "behind a tree", "near t
 
 def first_like(r):
     return [r.choice(["{a} has a {c} {o}.", "{a} has a new {c} {o}.",
-                      "{a} has two {c} {o}s."]),
+                      "{a} has a little {c} {o}."]),
             r.choice(["{a.he} {go} to the {pl}.", "{a.he} {go} to the {pl} with it.",
                       "one day {a.he} {go} to the {pl}."]),
             r.choice(["{at} the {pl}, {give:a:o:b}", "{a.he} sees {b} there. {give:a:o:b}",
