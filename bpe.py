@@ -657,16 +657,18 @@ def check_ids(ids, vocab_size):
 # What `python3 bpe.py` prints (abridged at "..."; the tests check that every
 # other line below is printed exactly so):
 #
-#     base alphabet, 26 characters (ids 0..25): '\n ,.abcdefghiklmnoprstuvwy'
-#     70 merges in rank order (ids 26..95), each with how often its pair occurred when it was merged:
-#        0         ' ' + 't' -> ' t'        2014
-#        1         'h' + 'e' -> 'he'        1217
-#        2       ' t' + 'he' -> ' the'      1179
-#        3         ' ' + 'a' -> ' a'        1131
-#        4         ' ' + 'b' -> ' b'         919
-#        5        ' t' + 'o' -> ' to'        776
+#     base alphabet, 27 characters (ids 0..26): "\n ',.abcdeghiklmnoprstuvwyz"
+#     69 merges in rank order (ids 27..95), each with how often its pair occurred when it was merged:
+#        0         ' ' + 't' -> ' t'        1894
+#        1         'h' + 'e' -> 'he'        1471
+#        2         ' ' + 'a' -> ' a'        1329
+#        3       ' t' + 'he' -> ' the'      1031
+#        4         ' ' + 's' -> ' s'         824
+#        5         ' ' + 'b' -> ' b'         740
+#        6         'e' + 's' -> 'es'         656
 #     ...
-#       69         'o' + 'u' -> 'ou'          86
+#       67      ' go' + 'es' -> ' goes'      103
+#       68         ' ' + 'e' -> ' e'         102
 #     the first story plus its newline, 37 tokens ('|' between tokens):
 #     |mia| has| a| red| hat|.| mia| goes| to| the| g|ar|d|en|.| at| the| g|ar|d|en|,| mia| gives| the| hat| to| ava|.| now| ava| has| the| red| hat|.|\n|
 
