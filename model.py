@@ -127,14 +127,14 @@ def layernorm_forward(x, g, b):
     for row in x:
         # 1. centre
         mean = fsum(row) / d
-        centred = [v - mean for v in row]
+        centred = [x_j - mean for x_j in row]
         # 2. scale (a row beyond about 1e154 overflows its squares: see std_of_huge_row)
         variance = fsum(c * c for c in centred) / d
         s = sqrt(variance + EPS) if variance < math.inf else std_of_huge_row(centred)
         xhat.append([c / s for c in centred])                      # (d)
         std.append(s)
         # 3. gain and bias
-        y.append([xh * gi + bi for xh, gi, bi in zip(xhat[-1], g, b)])   # (d)
+        y.append([xhat_j * g_j + b_j for xhat_j, g_j, b_j in zip(xhat[-1], g, b)])   # (d)
     return y, {"xhat": xhat, "std": std}                           # y: (T, d)
 
 
@@ -148,16 +148,16 @@ def layernorm_backward(d_y, g, cache):
     xhat, std = cache["xhat"], cache["std"]
     d = len(g)
     # 3. in the forward pass this was: y = xhat · g + b, row by row
-    d_g = [fsum(map(mul, d_y_col, xh_col)) for d_y_col, xh_col in zip(zip(*d_y), zip(*xhat))]
+    d_g = [fsum(map(mul, d_y_col, xhat_col)) for d_y_col, xhat_col in zip(zip(*d_y), zip(*xhat))]
     d_b = column_sums(d_y)                                         # (d)
     d_x = []
-    for d_y_row, xh, s in zip(d_y, xhat, std):
-        d_xhat = [dy * gi for dy, gi in zip(d_y_row, g)]
+    for d_y_t, xhat_t, s in zip(d_y, xhat, std):                  # row t
+        d_xhat = [d_y_j * g_j for d_y_j, g_j in zip(d_y_t, g)]
         # 2 and 1. xhat = (x - mean) / std: term 2 comes through the mean, term 3 the std
         term2 = fsum(d_xhat) / d
-        term3 = fsum(map(mul, d_xhat, xh)) / d
+        term3 = fsum(map(mul, d_xhat, xhat_t)) / d
         # three terms, so fsum: (a - b - c) would round twice
-        d_x.append([fsum((t1, -term2, -xh_j * term3)) / s for t1, xh_j in zip(d_xhat, xh)])
+        d_x.append([fsum((t1, -term2, -xhat_j * term3)) / s for t1, xhat_j in zip(d_xhat, xhat_t)])
     return d_x, d_g, d_b                                           # d_x: (T, d), d_g, d_b: (d)
 
 
@@ -174,7 +174,7 @@ def softmax(row):
     top = max(row)
     e = [exp(z - top) for z in row]
     total = fsum(e)
-    return [v / total for v in e]
+    return [e_j / total for e_j in e]
 
 
 def softmax_backward(w, d_w):
@@ -353,7 +353,7 @@ def loss_and_dlogits(logits, targets):
         total = fsum(e)
         # -log softmax(row)[target] = top + log(total) - row[target]: three terms, so fsum
         losses.append(fsum((top, log(total), -row[target])))
-        d_row = [v / (total * T) for v in e]             # softmax / T
+        d_row = [e_j / (total * T) for e_j in e]         # softmax / T
         d_row[target] -= 1.0 / T                          # minus one-hot / T
         d_logits.append(d_row)
     return fsum(losses) / T, d_logits                    # d_logits: (T, V)

@@ -1044,9 +1044,9 @@ def sequence_loss_passes(module):
 # (the mistake, the lines it changes in model.py (old, new), the check that must catch it)
 MISTAKES = [
     ("layer-norm backward without its last term",
-     [("fsum((t1, -term2, -xh_j * term3))", "fsum((t1, -term2))")], gradient_check_passes),
+     [("fsum((t1, -term2, -xhat_j * term3))", "fsum((t1, -term2))")], gradient_check_passes),
     ("a sign flipped in layer-norm backward",
-     [("fsum((t1, -term2, -xh_j * term3))", "fsum((t1, term2, -xh_j * term3))")],
+     [("fsum((t1, -term2, -xhat_j * term3))", "fsum((t1, term2, -xhat_j * term3))")],
      gradient_check_passes),
     ("layer norm with the unbiased variance (divide by d - 1)",
      [("variance = fsum(c * c for c in centred) / d",
@@ -1063,7 +1063,7 @@ MISTAKES = [
     ("a mask that lets a position see one token ahead",
      [("/ sqrt_d if j <= i else", "/ sqrt_d if j <= i + 1 else")], causality_holds),
     ("the loss gradient without its 1/T",
-     [("[v / (total * T) for v in e]", "[v / total for v in e]"),
+     [("[e_j / (total * T) for e_j in e]", "[e_j / total for e_j in e]"),
       ("d_row[target] -= 1.0 / T", "d_row[target] -= 1.0")], gradient_check_passes),
     ("attention backward without 1/√d",
      [("[[entry / sqrt_d for entry in row] for row in matmul(d_scores, k)]",
