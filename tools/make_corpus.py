@@ -555,12 +555,13 @@ FIELD_KINDS = {"a": "kid", "b": "kid", "g": "grown", "c": "colour", "d": "colour
 CHILD_KINDS = ("lead", "callee", "kid")
 QUOTA_NAMES = [f"{kind}:{word}" for kind, (steered, _) in KINDS.items() for word in steered]
 FIELD = re.compile(r"\{(\w+)(?:\.(\w+))?(?::(\w+):(\w+):(\w+))?\}")
-# The quotas to start from when tools/quotas.json is missing.
-DEFAULT_QUOTAS = {"lead:mia": 95, "lead:leo": 45, "lead:ava": 32, "callee:mia": 1,
-                  "kid:mia": 20, "kid:leo": 35, "kid:ava": 60, "grown:grandma": 6,
-                  "grown:grandpa": 10, "colour:red": 80, "colour:brown": 30, "thing:hat": 34,
-                  "wear:hat": 3, "place:park": 35, "at:at": 60, "go:goes": 75,
-                  "gives:gives": 56, "give:gives-to": 60, "give:gives-y": 42, "now:now": 130}
+# The quotas to start from when tools/quotas.json is missing (the ones it held when this
+# program was written).
+DEFAULT_QUOTAS = {"lead:mia": 105, "lead:leo": 59, "lead:ava": 4, "callee:mia": 0,
+                  "kid:mia": 19, "kid:leo": 28, "kid:ava": 83, "grown:grandma": 0,
+                  "grown:grandpa": 15, "colour:red": 89, "colour:brown": 64, "thing:hat": 36,
+                  "wear:hat": 1, "place:park": 69, "at:at": 60, "go:goes": 86,
+                  "gives:gives": 64, "give:gives-to": 96, "give:gives-y": 19, "now:now": 107}
 
 
 class Template:
@@ -1003,11 +1004,10 @@ class Steering:
 
     def find_loss(self, quotas, seed, budget):
         """Phase 2: walk among settings that keep every pinned ID right until the first
-        story's token IDs give the lesson's loss and verify() passes. A step is taken only
-        if it does not move the loss more than SLACK further from the lesson's, so the walk
-        drifts towards it and stays near it; after JUMP_AFTER new sets of IDs without a hit
-        it takes JUMP_STEPS steps wherever they lead, to leave a patch where the IDs that
-        change hardly move the loss. Returns quotas or None."""
+        story's token IDs give the lesson's loss and verify() passes. Outside BAND around
+        the lesson's loss a step may move the loss at most SLACK further away, so the walk
+        drifts into the band; inside it, it moves freely. After JUMP_AFTER new sets of IDs
+        without a hit it takes JUMP_STEPS steps wherever they lead. Returns quotas or None."""
         rng = random.Random(seed)
         target = LESSON["initial_loss"]
         losses = {}
@@ -1015,6 +1015,10 @@ class Steering:
         story = self.evaluate(quotas)[1]
         losses[story] = initial_loss(story)
         since_jump, jumping = 0, 0
+        # a quota is moved more often the more often moving it gave new story IDs (most
+        # quotas move pinned IDs; a few, such as colour:red or at:at, move the others)
+        tried = {name: 0 for name in QUOTA_NAMES}
+        new = {name: 0 for name in QUOTA_NAMES}
         for _ in range(budget):
             if losses[story] == target and story not in failed:
                 problems = verify(self.maker.corpus(quotas))
@@ -1024,27 +1028,46 @@ class Steering:
                 self.say(f"  the loss is right but: {problems[0]}; walking on")
                 failed.add(story)
             trial = dict(quotas)
-            for _ in range(rng.choice((1, 2, 3))):
-                name = rng.choice(QUOTA_NAMES)
+            names = [pick(rng, QUOTA_NAMES, [(new[n] + 1) * 64 // (tried[n] + 2) + 1
+                                             for n in QUOTA_NAMES])
+                     for _ in range(rng.choice((1, 1, 1, 2)))]
+            for name in names:
                 trial[name] += rng.choice((1, -1, 2, -2, 3, -3))
+                tried[name] += 1
             e, trial_story = self.evaluate(trial)
             if e is None or size(e) != 0:
                 continue
             if trial_story not in losses:
                 losses[trial_story] = initial_loss(trial_story)
                 since_jump += 1
+                for name in names:
+                    new[name] += 1
                 if len(losses) % 100 == 0:
                     self.say(f"  {len(losses)} sets of story IDs tried")
             if since_jump >= JUMP_AFTER:
                 since_jump, jumping = 0, JUMP_STEPS
-            away = abs(losses[trial_story] - target) - abs(losses[story] - target)
-            if jumping or away <= SLACK or story in failed:
+            # a step may not leave the band around the target loss, nor, outside it, move
+            # further away than SLACK
+            limit = max(BAND, abs(losses[story] - target) + SLACK)
+            if jumping or abs(losses[trial_story] - target) <= limit or story in failed:
                 quotas, story = trial, trial_story
                 jumping = max(0, jumping - 1)
         return None
 
 
-SLACK = 0.002        # how far a step of the loss walk may move the loss away from the lesson's
+def pick(rng, items, weights):
+    """One of items, each as likely as its whole-number weight (rng.randrange only, so the
+    same on every Python)."""
+    r = rng.randrange(sum(weights))
+    for item, weight in zip(items, weights):
+        if r < weight:
+            return item
+        r -= weight
+    raise AssertionError("unreachable")
+
+
+BAND = 0.01          # the loss walk moves freely within this distance of the lesson's loss
+SLACK = 0.002        # and outside it, may move the loss at most this much further away
 JUMP_AFTER = 150     # new sets of story IDs without a hit before the walk jumps
 JUMP_STEPS = 25      # steps of a jump
 ATTEMPTS = 3         # searches, each with its own seed, before the program gives up
