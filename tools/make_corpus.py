@@ -35,8 +35,9 @@ it writes nothing and says how close it came. To add a kind of story instead, wr
 below (see "The plots") and add it to PLOTS.
 
 Time: with nothing changed, about 1.5 s (the stored quotas are checked, the trace's
-gradient check included). After a change it searches: ten more stories took 10 to 20 s,
-a start from the built-in quotas about 80 s; each try trains a tokenizer in about 10 ms.
+gradient check included). After a change it searches; in trials, adding one story or ten,
+or emptying tools/stories.txt, took 8 to 40 s, and searches from far-off quotas took one
+to five minutes. Each try trains a tokenizer, in about 10 ms.
 
 How it works. The corpus is the first story, the stories of tools/stories.txt, and
 N_STORIES stories that the plots below generate with fixed seeds. A plot's sentences have
@@ -348,7 +349,8 @@ def dog_steals(r):
 def snow(r):
     return ["it snows.", "{a} and {b} make a snowman.",
             "they give the snowman a {c} {w} and a carrot nose.",
-            r.choice(["the snowman looks happy.", "then they go in, and {g} {gives} them warm milk.",
+            r.choice(["the snowman looks happy.",
+                      "then they go in, and {g} {gives} them warm milk.",
                       "then they throw snowballs.", "{now}the snowman is ready."])]
 
 
@@ -513,10 +515,10 @@ def hat_story(r):
 # The plots, and how many times each comes up in every round of the plots (1 if unnamed).
 # The plots that give things away come up most: the lesson's IDs need " gives" and " to"
 # among the most frequent tokens.
-PLOTS = [lunch, pencil, library, card, picnic, turn, found, call, first_like, lost, share, rain, bedtime, swap,
-         help_animal, bake, wind, trip, dog_steals, snow, beach, birthday, pet, paint, plant,
-         shop, race, hide, sad_pal, broken, bath, hen, bike, balloon, moon, soup, walk_dog,
-         kind, zoo, hat_story]
+PLOTS = [lunch, pencil, library, card, picnic, turn, found, call, first_like, lost, share,
+         rain, bedtime, swap, help_animal, bake, wind, trip, dog_steals, snow, beach, birthday,
+         pet, paint, plant, shop, race, hide, sad_pal, broken, bath, hen, bike, balloon, moon,
+         soup, walk_dog, kind, zoo, hat_story]
 WEIGHTS = {"first_like": 8, "lost": 5, "call": 6, "found": 5, "turn": 5, "swap": 3,
            "share": 2, "sad_pal": 2, "card": 2, "picnic": 2}
 N_STORIES = 330          # stories made by the plots (tools/stories.txt adds its own)
@@ -1091,16 +1093,17 @@ def steer(maker, quotas, say, seed=1):
     if steering.closest is None:
         return None, "every setting tried breaks the pinned IDs"
     closest = steering.closest[1]
-    full = [name for name in QUOTA_NAMES if closest[name] == 0] + [
-        f"{kind} ({maker.filler.room(kind)} slots, all steered)" for kind, (steered, _)
-        in KINDS.items() if sum(closest[f"{kind}:{w}"] for w in steered) == maker.filler.room(kind)]
+    full = [name for name in QUOTA_NAMES if closest[name] == 0]
+    for kind, (steered, _) in KINDS.items():
+        if sum(closest[f"{kind}:{word}"] for word in steered) == maker.filler.room(kind):
+            full.append(f"{kind} ({maker.filler.room(kind)} slots, all steered)")
     wrong = {name: e for name, e in steering.errors(closest).items() if e}
     return None, ("the closest setting found leaves "
                   + ", ".join(f"{name!r} {e:+d}" for name, e in wrong.items())
                   + (f" (quotas at the end of their range: {', '.join(full)})" if full else ""))
 
 
-# ---------------------------------------------------------------- verifying with the lab's own code
+# ---------------------------------------------------------------- checking with the lab's own code
 
 def verify(corpus):
     """Everything promised, checked with bpe.py and trace_block.py themselves: a list of
