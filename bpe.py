@@ -659,16 +659,16 @@ def check_ids(ids, vocab_size):
 #
 #     base alphabet, 27 characters (ids 0..26): "\n ',.abcdeghiklmnoprstuvwyz"
 #     69 merges in rank order (ids 27..95), each with how often its pair occurred when it was merged:
-#        0         ' ' + 't' -> ' t'        1894
+#        0         ' ' + 't' -> ' t'        1899
 #        1         'h' + 'e' -> 'he'        1471
 #        2         ' ' + 'a' -> ' a'        1329
 #        3       ' t' + 'he' -> ' the'      1031
-#        4         ' ' + 's' -> ' s'         824
-#        5         ' ' + 'b' -> ' b'         740
-#        6         'e' + 's' -> 'es'         656
+#        4         ' ' + 's' -> ' s'         826
+#        5         ' ' + 'b' -> ' b'         729
+#        6         'e' + 's' -> 'es'         662
 #     ...
-#       67      ' go' + 'es' -> ' goes'      103
-#       68         ' ' + 'e' -> ' e'         102
+#       67         ' ' + 'e' -> ' e'         102
+#       68         ' ' + 'r' -> ' r'         102
 #     the first story plus its newline, 37 tokens ('|' between tokens):
 #     |mia| has| a| red| hat|.| mia| goes| to| the| g|ar|d|en|.| at| the| g|ar|d|en|,| mia| gives| the| hat| to| ava|.| now| ava| has| the| red| hat|.|\n|
 
