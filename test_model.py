@@ -342,8 +342,8 @@ class Mechanism(unittest.TestCase):
         ball = model.forward(p, tok.encode("mia has a red ball."))[0]
         for t in range(4):
             with self.subTest(position=t):
-                self.assertEqual(hat[t], ball[t], f"position {t} saw a later token: its "
-                                 f"scores changed when only position 4 did")
+                self.assertTrue(hat[t] == ball[t], f"position {t} saw a later token: its "
+                                f"scores changed when only position 4 did")
         self.assertNotEqual(hat[4], ball[4], "position 4 holds another token but the same "
                             "scores")
 
