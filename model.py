@@ -44,14 +44,16 @@ PARAM_NAMES = ("tok_emb", "pos_emb", "ln1_g", "ln1_b", "Wq", "Wk", "Wv", "Wo",
 
 ################ List helpers
 
-def shape(x):
+def shape(nested_list):
     """The shape of a vector or a matrix, as a tuple.
 
     >>> shape([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), shape([0.5, 0.25])
     ((2, 3), (2,))
     """
-    check_shape(x)
-    return (len(x), len(x[0])) if x and isinstance(x[0], (list, tuple)) else (len(x),)
+    check_shape(nested_list)
+    if nested_list and isinstance(nested_list[0], (list, tuple)):
+        return len(nested_list), len(nested_list[0])
+    return (len(nested_list),)
 
 
 def zeros(rows, cols):
