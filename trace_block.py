@@ -20,7 +20,6 @@ Run:
 import argparse
 import json
 import math
-import os
 import statistics
 import sys
 import textwrap
