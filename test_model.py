@@ -629,7 +629,7 @@ ROUNDED_ONCE = 1.0 + 2.0 ** -52
 class ExactSumTests(unittest.TestCase):
     """Each sum in model.py is rounded once (math.fsum). The inputs hold terms like TRAP, whose
     sum comes out another way when it is added any other way, on every Python from 3.10. The
-    references sum exactly, with fractions, and round once."""
+    references sum exactly, in integers (see exact), and round once."""
 
     def test_trap_sums_to_the_rounded_exact_value(self):
         self.assertEqual((math.fsum(TRAP), math.fsum(TRAP3), exact(TRAP)),
