@@ -1873,6 +1873,15 @@ class PictureTests(unittest.TestCase):
         self.assertTrue(all(cell != " " + trace_block.MASKED for cell in above), above)
         self.assertIn("the causal mask leaks", " ".join(text.split()))
 
+    def test_the_captions_say_what_the_numbers_show(self):
+        self.assertIn("some weights a row can see are exactly 0",       # a weight underflowed
+                      trace_block.attention_caption([[1.0, 0.0], [0.0, 1.0]]))
+        # a last gap that is not 0.0 is not counted among the earlier ones
+        self.assertIn("last position's gap is 0.1, not 0.0",
+                      trace_block.gaps_caption([0.0, 0.3, 0.1], [0.0, 0.2, 0.01]))
+        self.assertIn("position 0 has a gap of 0.0 too",
+                      trace_block.gaps_caption([0.0, 0.3, 0.1], [0.0, 0.2, 0.01]))
+
     def test_the_script_prints_the_same_pictures_and_exits_0(self):
         code, out, err, _ = script_runs()["trace_block.py --show"]
         self.assertEqual(code, 0, err)

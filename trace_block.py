@@ -526,12 +526,12 @@ def show_gaps(p, tok, out):
     for t, (a, b, g0, g1) in enumerate(zip(tokens_a, tokens_b, without, with_)):
         print(f"{t:>3}  {visible(a):<{w}} / {visible(b):<{w}}"
               f"  │{bar(g0, top)} {figure(g0):<9}│{bar(g1, top)} {figure(g1)}", file=out)
-    print(caption(gaps_caption(tokens_a, without, with_)), file=out)
+    print(caption(gaps_caption(without, with_)), file=out)
 
 
-def gaps_caption(tokens, without, with_):
+def gaps_caption(without, with_):
     """What the gap picture shows, read off its numbers."""
-    same = [t for t, gap in enumerate(without) if gap == 0.0]
+    same = [t for t, gap in enumerate(without[:-1]) if gap == 0.0]     # before the last
     if without[-1] == 0.0:
         last = ("without positions the last position's gap is exactly 0.0: both sentences hold "
                 "the same tokens and every sum is correctly rounded (math.fsum), so their order "
@@ -539,9 +539,10 @@ def gaps_caption(tokens, without, with_):
     else:
         last = (f"without positions the last position's gap is {figure(without[-1])}, not "
                 f"0.0: something in the model sees the order of the tokens without positions")
-    earlier = (f"positions {', '.join(map(str, same[:-1]))} have a gap of 0.0 too (both "
-               f"sentences start with the same tokens there)" if len(same) > 1 else
-               "every earlier position differs")
+    where = (f"position {same[0]} has" if len(same) == 1 else
+             f"positions {', '.join(map(str, same))} have")
+    earlier = (f"{where} a gap of 0.0 too (both sentences start with the same tokens there)"
+               if same else "every earlier position differs")
     final = (f"with positions the last one differs too, by {figure(with_[-1])}"
              if with_[-1] > 0 else "with positions the last position still has a gap of 0.0")
     return f"{last}; {earlier}; {final}."
@@ -582,8 +583,12 @@ def attention_caption(weights):
     else:
         mask = (f"every cell above the diagonal is {MASKED}, a weight of exactly 0: no position "
                 f"looks at a later one (the causal mask)")
-    spread = max(max(row[:i + 1]) / min(row[:i + 1]) for i, row in enumerate(weights))
-    if spread < 1.5:
+    # a weight that underflowed to 0.0 makes the spread infinite, not a ZeroDivisionError
+    spread = max(max(row[:i + 1]) / min(row[:i + 1]) if min(row[:i + 1]) > 0 else math.inf
+                 for i, row in enumerate(weights))
+    if spread == math.inf:
+        rows = "some weights a row can see are exactly 0 (compare min and max)"
+    elif spread < 1.5:
         rows = ("each row's weights are nearly uniform over the positions it sees, about 1/(i+1) "
                 "each (compare min and max), so the shade fades as the rows grow longer")
     else:
