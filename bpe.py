@@ -17,9 +17,10 @@ But:
 - training is the plain textbook loop that recounts every pair after every
   merge: quick for a small corpus like ours, slow for a big one.
 
-The file reads: the BPE steps, the tokenizer, the command line, then the
-input checks (which can be skipped: each entry point calls its check in one
-line).
+The file reads: the BPE steps, the tokenizer; then reading and writing the
+lab's files, the command line (whose reporter of file problems trace_block.py
+uses too), and the input checks, which can be skipped: each entry point calls
+its check in one line.
 
 Run:
     python3 bpe.py            # demo: the merges with their counts, the first story in tokens
@@ -336,7 +337,7 @@ def check(corpus_path=None, tokenizer_path=None, out=None):
     except FileNotFoundError:
         print(f"{name} is missing ({tokenizer_path}); {fix}", file=out)
         return 1
-    except ValueError:
+    except FileProblem:                     # read_text's only refusal: not UTF-8
         print(f"{name} is not UTF-8 text; {fix}", file=out)
         return 1
     if actual == expected:
