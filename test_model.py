@@ -912,7 +912,7 @@ def model_changed_at(edits):
         namespace.setdefault(key, value)
     changed = {}
     for at, old, new in sorted(edits, reverse=True):     # later offsets first: earlier stay
-        line, start, end = next(f for f in MODEL_FUNCTIONS if f[1] <= at < f[2])
+        line, start, end = function_holding(at)
         text = changed.get(line, MODEL_SOURCE[start:end])
         changed[line] = text[:at - start] + new + text[at - start + len(old):]
     for line, text in changed.items():
@@ -921,10 +921,14 @@ def model_changed_at(edits):
     return module
 
 
+def function_holding(at):
+    """The top-level function of model.py that holds the offset at: (first line, start, end)."""
+    return next(f for f in MODEL_FUNCTIONS if f[1] <= at < f[2])
+
+
 def function_at(at):
     """The name of the top-level function of model.py that holds the offset at."""
-    line = next(f[0] for f in MODEL_FUNCTIONS if f[1] <= at < f[2])
-    return re.match(r"def (\w+)", MODEL_LINES[line - 1]).group(1)
+    return re.match(r"def (\w+)", MODEL_LINES[function_holding(at)[0] - 1]).group(1)
 
 
 def model_with(*changes):
