@@ -1,41 +1,33 @@
 """A byte-pair-encoding (BPE) tokenizer on a character base alphabet.
 
-Training starts from the characters of a text, the base alphabet, sorted by
-code point and numbered 0..A-1. It then merges the most frequent pair of
-neighbouring tokens into one new token, again and again, until the vocabulary
-has the size asked for. Before any counting the text is cut into chunks: a
-word carries the space in front of it (" hat"), punctuation and the newline
-stand alone, and no merge ever crosses from one chunk into the next.
-Encoding cuts a text the same way and applies the learned merges in the order
-they were learned; decoding joins the token strings back together.
+Training starts from the characters of a text, the base alphabet, sorted by code point and
+numbered 0..A-1, and merges the most frequent pair of neighbouring tokens into a new token,
+again and again, until the vocabulary has the size asked for. The text is first cut into
+chunks: a word carries the space in front of it (" hat"), punctuation and the newline stand
+alone, and no merge crosses from one chunk into the next. Encoding cuts a text the same way
+and applies the merges in the order they were learned; decoding joins the tokens' strings.
 
-But:
-- the base alphabet is the corpus's own characters, not the 256 byte values,
-  so a character the corpus never used cannot be encoded: it is refused with
-  an error that names it, never replaced by an "unknown" token or dropped;
-- there are no special tokens (no end-of-text, no padding);
-- training is the plain textbook loop that recounts every pair after every
-  merge: quick for a small corpus like ours, slow for a big one.
+But: the base alphabet is the corpus's own characters, not the 256 byte values, so a
+character the corpus never used is refused with an error that names it (never replaced or
+dropped); and there are no special tokens (no end-of-text, no padding).
 
-The file reads: the BPE steps, the tokenizer; then reading and writing the
-lab's files, the command line (whose reporter of file problems trace_block.py
-uses too), and the input checks, which can be skipped: each entry point calls
-its check in one line.
+The file reads: the BPE steps and the textbook training loop, the tokenizer; then, out of the
+lesson's path, a faster training loop ("Speed"), the lab's files, the command line and the
+input checks, which each entry point calls in one line.
 
 Run:
-    python3 bpe.py            # demo: the merges with their counts, the first story in tokens
+    python3 bpe.py            # demo: the merges with their counts, sentences in tokens
     python3 bpe.py --write    # train on corpus.txt and write tokenizer.json
     python3 bpe.py --check    # exit 1 if tokenizer.json is not what corpus.txt trains to
-    python3 -m doctest -v bpe.py
 """
-
 import argparse
+import contextlib
 import difflib
 import json
+import math
 import os
 import re
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS_PATH = os.path.join(HERE, "corpus.txt")
@@ -44,27 +36,23 @@ VOCAB_SIZE = 96          # the lab's vocabulary size V; the model's parameter co
 FORMAT_VERSION = 1       # the "version" field of tokenizer.json
 FIELDS = ("version", "pattern", "vocab", "merges")
 
-# A chunk is one of three things, tried in this order:
-#   " ?\w+"      a word, with the one space in front of it if there is one;
-#   " +(?!\w)"   a run of spaces that is not followed by a word (in "a  b" the
-#                run keeps one space and the last space goes with " b");
-#   "[^\w ]"     any other single character: ".", ",", "\n".
-# Every character of any text lands in exactly one chunk. (\w is a letter, a
-# digit or "_"; our corpus has only letters.)
+# A chunk is, trying each in turn: " ?\w+" a word, with the one space in front of it if there
+# is one; " +(?!\w)" a run of spaces not followed by a word (in "a  b" the run keeps one space,
+# and the last goes with " b"); "[^\w ]" any other single character: ".", ",", "\n". Every
+# character of any text lands in exactly one chunk. (\w is a letter, a digit or "_".)
 PATTERN = r" ?\w+| +(?!\w)|[^\w ]"
 
 
-# ---------------------------------------------------------------- the BPE steps
+################ The BPE steps
 
 def split_chunks(text, pattern=PATTERN):
     r"""Cut text into the chunks that merges never cross.
 
-    >>> split_chunks("mia has a red hat.\n")
-    ['mia', ' has', ' a', ' red', ' hat', '.', '\n']
-    >>> split_chunks("at  the garden, ")
-    ['at', ' ', ' the', ' garden', ',', ' ']
+    >>> split_chunks("mia has a red hat.\n"), split_chunks("at  the garden, ")
+    (['mia', ' has', ' a', ' red', ' hat', '.', '\n'], ['at', ' ', ' the', ' garden', ',', ' '])
     """
-    chunks = [match.group() for match in re.finditer(pattern, text) if match.group()]
+    check_pattern(pattern)
+    chunks = [chunk for chunk in re.findall(pattern, text) if chunk]
     check_chunks_cover(chunks, text, pattern)   # a pattern that skips text would drop it
     return chunks
 
@@ -88,18 +76,16 @@ def best_pair(counts):
     (0, 1)
     """
     check_counts(counts)
-    # Tie rule: among pairs with the same count, the smallest (left id, right id)
-    # wins, so the result never depends on the order the counts were filled in.
+    # Tie rule: among pairs with the same count, the smallest (left id, right id) wins, so the
+    # result never depends on the order the counts were filled in.
     return min(counts, key=lambda pair: (-counts[pair], pair))
 
 
 def merge(ids, pair, new_id):
     """Replace every occurrence of pair in ids by new_id, scanning left to right.
 
-    >>> merge([1, 2, 3, 1, 2], (1, 2), 4)
-    [4, 3, 4]
-    >>> merge([0, 0, 0], (0, 0), 4)  # "aaa": the first two merge, the last one is left over
-    [4, 0]
+    >>> merge([1, 2, 3, 1, 2], (1, 2), 4), merge([0, 0, 0], (0, 0), 4)   # "aaa": one is left
+    ([4, 3, 4], [4, 0])
     """
     check_pair(pair)
     out, i = [], 0
@@ -113,34 +99,36 @@ def merge(ids, pair, new_id):
     return out
 
 
-def learn_merges(text, vocab_size, pattern=PATTERN):
-    """Train BPE on text: return the vocab, the merges (id pairs, in rank order) and their counts.
-
-    >>> vocab, merges, counts = learn_merges("aaabdaaabac", 7)
-    >>> vocab
-    ['a', 'b', 'c', 'd', 'aa', 'ab', 'aaab']
-    >>> merges, counts
-    ([(0, 0), (0, 1), (4, 5)], [4, 2, 2])
-    """
-    check_training(text, vocab_size, pattern)
-    vocab = sorted(set(text))  # the base alphabet: ids 0..A-1 in code-point order
+def start_training(text, pattern=PATTERN):
+    """The base alphabet (ids 0..A-1 in code-point order), each distinct chunk of text as a list
+    of ids, and how often each occurs: counting a chunk once, times its number, gives the same
+    pair counts as walking the whole text, far faster."""
+    vocab = sorted(set(text))
     char_id = {char: i for i, char in enumerate(vocab)}
-    # Count each distinct chunk once, with how often it occurs: far faster than
-    # walking the whole text at every step, and the same pair counts.
     chunk_counts = {}
     for chunk in split_chunks(text, pattern):
         chunk_counts[chunk] = chunk_counts.get(chunk, 0) + 1
-    words = [[char_id[char] for char in chunk] for chunk in chunk_counts]
-    weights = list(chunk_counts.values())
+    return vocab, [[char_id[c] for c in chunk] for chunk in chunk_counts], list(chunk_counts.values())
+
+
+def learn_merges_plainly(text, vocab_size, pattern=PATTERN):
+    """Train BPE on text the textbook way, counting every pair again after each merge: the
+    vocab, the merges (id pairs, in rank order) and their counts. learn_merges ("Speed")
+    gives the same, faster; this loop is its reference.
+
+    >>> learn_merges_plainly("aaabdaaabac", 7)
+    (['a', 'b', 'c', 'd', 'aa', 'ab', 'aaab'], [(0, 0), (0, 1), (4, 5)], [4, 2, 2])
+    """
+    check_training(text, vocab_size, pattern)
+    vocab, words, weights = start_training(text, pattern)
     merges, counts = [], []
     while len(vocab) < vocab_size:
         pair_counts = {}
         for ids, weight in zip(words, weights):
             count_pairs(ids, pair_counts, weight)
-        check_merge_possible(pair_counts, vocab, merges, vocab_size)
         pair = best_pair(pair_counts)
         new_id, new_token = len(vocab), vocab[pair[0]] + vocab[pair[1]]
-        check_new_token(new_token, vocab, len(merges))
+        check_new_token(new_token, vocab)
         words = [merge(ids, pair, new_id) for ids in words]
         vocab.append(new_token)
         merges.append(pair)
@@ -148,7 +136,7 @@ def learn_merges(text, vocab_size, pattern=PATTERN):
     return vocab, merges, counts
 
 
-# ---------------------------------------------------------------- the tokenizer
+################ The tokenizer
 
 class Tokenizer:
     """A trained BPE tokenizer: token strings (index = id), merges in rank order, chunk pattern."""
@@ -156,8 +144,7 @@ class Tokenizer:
     def __init__(self, vocab, merges, pattern=PATTERN):
         """Build from vocab (token strings, index = id) and merges, [left, right] token strings."""
         check_tokenizer_parts(vocab, merges, pattern)
-        self.vocab = list(vocab)
-        self.pattern = re.compile(pattern)
+        self.vocab, self.pattern = list(vocab), pattern
         self.alphabet_size = len(vocab) - len(merges)  # ids below it are the base alphabet
         self._ids = {token: i for i, token in enumerate(vocab)}
         # (left id, right id) -> merged id; merge number `rank` made token alphabet_size + rank
@@ -166,17 +153,18 @@ class Tokenizer:
 
     @property
     def merges(self):
-        """The merges in rank order, as [left, right] token strings."""
-        # A dict keeps insertion order, and _merged was filled in rank order.
+        """The merges in rank order, as [left, right] token strings (_merged keeps that order)."""
         return [[self.vocab[left], self.vocab[right]] for left, right in self._merged]
 
     @classmethod
     def train(cls, text, vocab_size, pattern=PATTERN):
-        """Learn a tokenizer with vocab_size tokens from text."""
+        """Learn a tokenizer with vocab_size tokens from text.
+
+        >>> Tokenizer.train("aaabdaaabac", 7).tokens("aaabdaaabac")
+        ['aaab', 'd', 'aaab', 'a', 'c']
+        """
         vocab, merges, _ = learn_merges(text, vocab_size, pattern)
         return cls(vocab, [(vocab[left], vocab[right]) for left, right in merges], pattern)
-
-    # ---- encoding and decoding
 
     def encode(self, text):
         """Token ids of text: cut it into chunks, then merge within each chunk in rank order."""
@@ -185,8 +173,8 @@ class Tokenizer:
         for chunk in split_chunks(text, self.pattern):
             chunk_ids = [self._ids[char] for char in chunk]
             while len(chunk_ids) >= 2:
-                # Of the neighbouring pairs, merge the one learned earliest (smallest
-                # merged id), just as training did; stop when no pair was learned.
+                # Of the neighbouring pairs, merge the one learned earliest (smallest merged
+                # id), just as training did; stop when no pair was learned.
                 pair = min(zip(chunk_ids, chunk_ids[1:]),
                            key=lambda p: self._merged.get(p, len(self.vocab)))
                 if pair not in self._merged:
@@ -204,47 +192,74 @@ class Tokenizer:
         check_ids(ids, len(self.vocab))
         return "".join(self.vocab[i] for i in ids)
 
-    # ---- saving and loading
-
     def to_json(self):
         """The tokenizer as JSON text: one vocab entry and one merge per line, in id order."""
-        def dump(value):
-            return json.dumps(value, ensure_ascii=False)
-        vocab = ",\n".join(f"    {dump(token)}: {i}" for i, token in enumerate(self.vocab))
-        merges = ",\n".join(f"    {dump(pair)}" for pair in self.merges)
-        return (f'{{\n  "version": {FORMAT_VERSION},\n  "pattern": {dump(self.pattern.pattern)},\n'
-                f'  "vocab": {{\n{vocab}\n  }},\n'
-                f'  "merges": [\n{merges}\n  ]\n}}\n')
+        dump = json.dumps
+        vocab = ",\n".join(f"    {dump(token, ensure_ascii=False)}: {i}"
+                           for i, token in enumerate(self.vocab))
+        merges = ",\n".join(f"    {dump(pair, ensure_ascii=False)}" for pair in self.merges)
+        return (f'{{\n  "version": {FORMAT_VERSION},\n  "pattern": {dump(self.pattern)},\n'
+                f'  "vocab": {{\n{vocab}\n  }},\n  "merges": [\n{merges}\n  ]\n}}\n')
 
     def save(self, path):
-        """Write the tokenizer to path as JSON (UTF-8, "\\n" line ends on every system); the old
-        file is replaced only once the new one is whole (see write_atomically)."""
-        write_atomically(path, self.to_json())
+        """Write the tokenizer to path as JSON (UTF-8, "\\n" line ends on every system)."""
+        write_text(path, self.to_json())
 
     @classmethod
     def load(cls, path):
         """Read a tokenizer that save() wrote; refuse a file that is not one, saying why."""
-        text = read_text(path)      # a missing file raises FileNotFoundError
+        data = read_json(path)      # a missing file raises FileNotFoundError
         try:
-            data = json.loads(text, object_pairs_hook=_refuse_repeated_keys)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path} is not JSON: {error}") from None
-        except RecursionError:
-            raise ValueError(f"{path} is not a tokenizer: its JSON is nested too deep") from None
-        try:
-            return cls.from_dict(data)
+            check_fields(data)
+            tokens = sorted(data["vocab"], key=data["vocab"].get)  # index = id
+            return cls(tokens, data["merges"], data["pattern"])
         except (TypeError, ValueError) as error:
             raise type(error)(f"{path}: {error}") from None
 
-    @classmethod
-    def from_dict(cls, data):
-        """Build from the parsed JSON of tokenizer.json."""
-        check_fields(data)
-        tokens = sorted(data["vocab"], key=data["vocab"].get)  # index = id
-        return cls(tokens, data["merges"], data["pattern"])
+
+################ Speed (you can skip this section)
+
+def learn_merges(text, vocab_size, pattern=PATTERN):
+    """Train BPE on text: the vocab, the merges (id pairs, in rank order) and their counts.
+
+    Speed: the same result as learn_merges_plainly, in place of its loop, about six times
+    faster on the lab's corpus. Instead of counting every pair again after each merge, it
+    keeps the counts up to date: only the chunks that hold the merged pair change, so only
+    their pairs are taken out of the counts and put back merged. (minbpe and Hugging Face
+    tokenizers work this way too.)
+
+    >>> learn_merges("aaabdaaabac", 7) == learn_merges_plainly("aaabdaaabac", 7)
+    True
+    """
+    check_training(text, vocab_size, pattern)
+    vocab, words, weights = start_training(text, pattern)
+    pair_counts, holders = {}, {}      # pair -> its count; pair -> the chunks that hold it
+    for w, ids in enumerate(words):
+        count_pairs(ids, pair_counts, weights[w])
+        for pair in zip(ids, ids[1:]):
+            holders.setdefault(pair, {})[w] = None
+    merges, counts = [], []
+    while len(vocab) < vocab_size:
+        pair = best_pair(pair_counts)
+        new_id, new_token = len(vocab), vocab[pair[0]] + vocab[pair[1]]
+        check_new_token(new_token, vocab)
+        vocab.append(new_token)
+        merges.append(pair)
+        counts.append(pair_counts[pair])
+        for w in holders.pop(pair):
+            old, new = words[w], merge(words[w], pair, new_id)
+            count_pairs(old, pair_counts, -weights[w])        # this chunk's pairs out ...
+            count_pairs(new, pair_counts, weights[w])         # ... and back in, merged
+            for p in zip(new, new[1:]):
+                holders.setdefault(p, {})[w] = None
+            for p in zip(old, old[1:]):
+                if pair_counts.get(p) == 0:                  # gone from every chunk
+                    del pair_counts[p]
+            words[w] = new
+    return vocab, merges, counts
 
 
-# ---------------------------------------------------------------- files
+################ The lab's files
 
 class FileProblem(ValueError):
     """One of the lab's files cannot be used as it is; the message names the file and says
@@ -258,231 +273,184 @@ def read_text(path):
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise FileProblem(f"{path} is not UTF-8 text: byte {error.start} is "
-                          f"{data[error.start:error.start + 1]!r}") from None
+        raise FileProblem(f"{path} is not UTF-8 text: byte {error.start} cannot be "
+                          f"read") from None
 
 
-def write_atomically(path, text):
-    """Write text to path as UTF-8 so that path is never left half written: the text goes to a
-    temporary file in the same folder, which replaces path only once it is complete. On any
-    failure the old file is untouched and the temporary one removed."""
-    data = text.encode("utf-8")         # the whole text first: nothing is opened before
-    folder = os.path.dirname(os.path.abspath(path))
+def read_json(path):
+    """The JSON value in a file, refused unless it reads back as it was written: no key twice
+    in one object (json would keep the last), no NaN or Infinity, no number of over 40
+    characters or beyond a float's range (json would make it inf)."""
+    def keys_once(pairs):
+        keys = [key for key, _ in pairs]
+        twice = [key for n, key in enumerate(keys) if key in keys[:n]]
+        if twice:
+            raise ValueError(f"key {twice[0]!r} appears twice in one object")
+        return dict(pairs)
+
+    def plain(kind):
+        def number(text):
+            if len(text) > 40 or not math.isfinite(kind(text)):
+                raise ValueError(f"{text[:12]}... is too long, too large or not a number")
+            return kind(text)
+        return number
+
     try:
-        handle, temporary = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path),
-                                             suffix=".tmp")
-    except OSError as error:
-        raise FileProblem(f"cannot write {path}: {error.strerror} (in {folder}); "
-                          f"the old file is unchanged") from None
+        return json.loads(read_text(path), object_pairs_hook=keys_once, parse_int=plain(int),
+                          parse_float=plain(float), parse_constant=plain(float))
+    except RecursionError:
+        raise FileProblem(f"{path} is not JSON that can be read: nested too deep") from None
+    except ValueError as error:         # json.JSONDecodeError too
+        raise FileProblem(f"{path} is not plain JSON: {error}") from None
+
+
+def write_text(path, text):
+    """Write text to path as UTF-8: to a temporary file beside it first, which then replaces
+    path, so that a failed write leaves the old file as it was."""
+    temporary = f"{path}.tmp"
     try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        if os.path.exists(path):        # the new file keeps the old one's permissions
-            os.chmod(temporary, os.stat(path).st_mode & 0o777)
-        else:
-            os.chmod(temporary, 0o666 & ~current_umask())
+        with open(temporary, "wb") as file:
+            file.write(text.encode("utf-8"))
         os.replace(temporary, path)
-    except BaseException as error:
-        try:
+    except BaseException as error:      # an interruption too: no half-written file is left
+        if os.path.isfile(temporary):
             os.remove(temporary)
-        except OSError:
-            pass
         if isinstance(error, OSError):
             raise FileProblem(f"cannot write {path}: {error.strerror}; "
                               f"the old file is unchanged") from None
         raise
 
 
-def current_umask():
-    """The process's umask (os has no way to read it without setting it)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def read_corpus(path=None):
     """The corpus text (corpus.txt, or path), exactly as stored: UTF-8 with "\\n" line ends,
     refused otherwise."""
-    path = CORPUS_PATH if path is None else path
+    path = path or CORPUS_PATH
     text = read_text(path)
     check_corpus(text, os.path.basename(path))
     return text
 
 
-def _refuse_repeated_keys(pairs):
-    """A dict of JSON key/value pairs that refuses a key given twice (json would keep the last)."""
-    seen = {}
-    for key, value in pairs:
-        if key in seen:
-            raise ValueError(f"key {key!r} appears twice in one JSON object")
-        seen[key] = value
-    return seen
-
-
-# ---------------------------------------------------------------- command line
+################ Command line
 
 def check(corpus_path=None, tokenizer_path=None, out=None):
-    """Compare tokenizer_path (tokenizer.json) with what corpus_path (corpus.txt) trains to;
-    print what differs; return 0 or 1."""
-    corpus_path = CORPUS_PATH if corpus_path is None else corpus_path
-    tokenizer_path = TOKENIZER_PATH if tokenizer_path is None else tokenizer_path
-    out = sys.stdout if out is None else out
-    name = os.path.basename(tokenizer_path)
-    fix = "to fix it, run: python3 bpe.py --write"
-    expected = Tokenizer.train(read_corpus(corpus_path), VOCAB_SIZE).to_json()
-    try:
-        actual = read_text(tokenizer_path)
-    except FileNotFoundError:
-        print(f"{name} is missing ({tokenizer_path}); {fix}", file=out)
+    """Compare tokenizer.json (or tokenizer_path) with what corpus.txt (or corpus_path) trains
+    to; print whether they agree, and the first line that differs; return 0 or 1."""
+    corpus_path, tokenizer_path = corpus_path or CORPUS_PATH, tokenizer_path or TOKENIZER_PATH
+    name, corpus = os.path.basename(tokenizer_path), os.path.basename(corpus_path)
+    expected = Tokenizer.train(read_corpus(corpus_path), VOCAB_SIZE).to_json().splitlines(True)
+    if not os.path.isfile(tokenizer_path):
+        print(f"{name} is missing ({tokenizer_path}); run: python3 bpe.py --write", file=out)
         return 1
-    except FileProblem:                     # read_text's only refusal: not UTF-8
-        print(f"{name} is not UTF-8 text; {fix}", file=out)
-        return 1
+    actual = read_text(tokenizer_path).splitlines(True)
     if actual == expected:
-        print(f"{name} is up to date: {VOCAB_SIZE} tokens, as "
-              f"{os.path.basename(corpus_path)} trains to", file=out)
+        print(f"{name} is up to date: {VOCAB_SIZE} tokens, as {corpus} trains to", file=out)
         return 0
-    diff = list(difflib.unified_diff(actual.splitlines(), expected.splitlines(),
-                                     f"{name} (on disk)", f"{name} (trained now)",
-                                     n=0, lineterm=""))
-    print(f"{name} is not what {os.path.basename(corpus_path)} trains to; "
-          f"changed lines (- on disk, + trained now):", file=out)
-    for line in diff[:24]:
-        print("  " + line, file=out)
-    if len(diff) > 24:
-        print(f"  ... and {len(diff) - 24} more diff lines", file=out)
-    if not diff:
-        print("  (the same lines, but the bytes differ: line ends or the last newline)", file=out)
-    print(fix, file=out)
+    n = next((n for n, (a, b) in enumerate(zip(actual, expected)) if a != b), len(expected))
+    on_disk, trained = (lines[n].rstrip("\n") if n < len(lines) else "(the end)"
+                        for lines in (actual, expected))
+    print(f"{name} is not what {corpus} trains to: line {n + 1} is {on_disk!r} on disk, "
+          f"{trained!r} trained now; run: python3 bpe.py --write", file=out)
     return 1
 
 
-def show(token):
-    """A token as the demo prints it: a newline as \\n, everything else as is."""
-    return token.replace("\n", "\\n")
+def shown(token):
+    """A token as the demo prints it, in quotes so that a leading space shows: " mia"."""
+    return json.dumps(token, ensure_ascii=False)
 
 
 def demo():
-    """Print the merges with their counts, then the first story split into tokens."""
+    """Print the merges with their counts, then the first story and two sentences in tokens."""
     text = read_corpus()
     vocab, merges, counts = learn_merges(text, VOCAB_SIZE)
-    alphabet = "".join(vocab[:len(vocab) - len(merges)])
-    print(f"base alphabet, {len(alphabet)} characters (ids 0..{len(alphabet) - 1}): {alphabet!r}")
-    print(f"{len(merges)} merges in rank order (ids {len(alphabet)}..{len(vocab) - 1}), "
-          f"each with how often its pair occurred when it was merged:")
-    for rank, ((left, right), count) in enumerate(zip(merges, counts)):
-        pair = f"{vocab[left]!r} + {vocab[right]!r}"
-        print(f"  {rank:2}  {pair:>16} -> {vocab[left] + vocab[right]!r:<10} {count:5}")
     tokenizer = Tokenizer(vocab, [(vocab[left], vocab[right]) for left, right in merges])
-    story = text.split("\n")[0] + "\n"
-    tokens = tokenizer.tokens(story)
-    print(f"the first story plus its newline, {len(tokens)} tokens ('|' between tokens):")
-    print("|" + "|".join(show(token) for token in tokens) + "|")
+    A = tokenizer.alphabet_size
+    print(f"base alphabet: {A} characters, ids 0..{A - 1}: {shown(''.join(vocab[:A]))}")
+    print(f"{len(merges)} merges, ids {A}..{len(vocab) - 1}, each with how often its pair "
+          f"occurred when it was merged:")
+    for new_id, ((left, right), count) in enumerate(zip(merges, counts), A):
+        pair = f"{shown(vocab[left])} + {shown(vocab[right])}"
+        print(f"  {new_id:3}  {pair:>18} -> {shown(vocab[new_id]):<10} {count:5}")
+    story = text[:text.index("\n") + 1]
+    print(f"the first story plus its newline, {len(tokenizer.encode(story))} tokens:")
+    print("|" + "|".join(tokenizer.tokens(story)).replace("\n", "\\n") + "|")
+    for sentence in ("now mia gives the hat to leo.", "mia has a red ball."):
+        print(f"{sentence} -> " + " ".join(f"{i}={shown(vocab[i])}"
+                                         for i in tokenizer.encode(sentence)))
 
 
 def main(argv=None):
     """Run the command line; return the exit code."""
     parser = argparse.ArgumentParser(
-        description="The lab's BPE tokenizer. With no flag: a demo of the merges it learns\n"
-                    "from corpus.txt and of the first story split into tokens.",
-        epilog="examples:\n"
-               "  python3 bpe.py            # the merges and the first story, split\n"
-               "  python3 bpe.py --check    # is tokenizer.json what corpus.txt trains to?\n"
-               "  python3 bpe.py --write    # retrain after you change corpus.txt",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        allow_abbrev=False)
+        description="The lab's BPE tokenizer. With no flag: the merges it learns from "
+                    "corpus.txt, and sentences split into tokens.", allow_abbrev=False)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true",
-                      help=f"train {VOCAB_SIZE} tokens on corpus.txt and write tokenizer.json")
+                      help=f"train {VOCAB_SIZE} tokens on corpus.txt and write tokenizer.json: "
+                           f"python3 bpe.py --write")
     mode.add_argument("--check", action="store_true",
-                      help="exit 1 (and say what differs) if tokenizer.json is not what "
-                           "corpus.txt trains to")
-    return run_reporting_problems(lambda: run(parser.parse_args(argv)))
+                      help="exit 1, saying what differs, if tokenizer.json is not what "
+                           "corpus.txt trains to: python3 bpe.py --check")
+    args = parser.parse_args(argv)
+    return run_reporting_problems(lambda: run(args))
 
 
 def run(args):
     """Do what the parsed command line asks; return the exit code."""
+    if args.check:
+        return check()
     if args.write:
         tokenizer = Tokenizer.train(read_corpus(), VOCAB_SIZE)
         tokenizer.save(TOKENIZER_PATH)
-        print(f"wrote {TOKENIZER_PATH}: {len(tokenizer.vocab)} tokens, "
-              f"{len(tokenizer.merges)} merges")
-        return 0
-    if args.check:
-        return check()
-    demo()
+        print(f"wrote {TOKENIZER_PATH}: {len(tokenizer.vocab)} tokens")
+    else:
+        demo()
     return 0
 
 
 def run_reporting_problems(action):
-    """Run action() and return its exit code. A problem with one of the lab's files, or with
-    standard output, ends in one line on standard error and exit code 1; only a bug in the lab
-    itself gives a traceback. (Both command lines, this one and trace_block.py's, use it.)"""
+    """Run action() and return its exit code. A problem with one of the lab's files or with
+    standard output ends in one line on standard error and exit code 1; only a bug in the
+    lab gives a traceback. (trace_block.py's command line uses it too.)"""
     if sys.stdout is None:                  # started with its output closed: 1>&-
         return report("cannot print: standard output is closed")
+    if hasattr(sys.stdout, "reconfigure"):  # a character the terminal lacks prints as \x..
+        sys.stdout.reconfigure(errors="backslashreplace")
     try:
-        try:
-            code = action()
-        finally:                            # also when argparse exits after --help
-            sys.stdout.flush()              # a full disk shows here, not at exit
+        code = action()
+        sys.stdout.flush()                  # a full disk shows here, not at exit
         return code
-    except BrokenPipeError:                 # python3 bpe.py | head: the reader stopped early
-        silence_stdout()
-        return 1
     except FileProblem as problem:
         return report(str(problem))
     except FileNotFoundError as error:
-        made_by = {"tokenizer.json": " Run: python3 bpe.py --write",
-                   "block-trace.json": " Run: python3 trace_block.py --write"}
-        hint = made_by.get(os.path.basename(str(error.filename)), "")
+        hint = {"tokenizer.json": " Run: python3 bpe.py --write", "block-trace.json":
+                " Run: python3 trace_block.py --write"}.get(os.path.basename(error.filename), "")
         return report(f"cannot read {error.filename}: no such file.{hint}")
     except OSError as error:
         if error.filename is not None:
             return report(f"cannot use {error.filename}: {error.strerror}")
-        silence_stdout()                    # what is left in its buffer cannot be written
+        # standard output failed (| head, > /dev/full): send the rest to the null device, so
+        # that Python's own flush at exit does not fail a second time
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        if isinstance(error, BrokenPipeError):
+            return 1                        # the reader stopped early: nothing to say
         return report(f"cannot write to standard output: {error.strerror or error}")
 
 
 def report(message):
     """Print message as the one line of a failed command; return exit code 1."""
-    if sys.stderr is not None:
-        try:
-            print(message, file=sys.stderr)
-        except OSError:
-            pass
+    print(message, file=sys.stderr)
     return 1
 
 
-def silence_stdout():
-    """Point standard output at the null device, so that Python's own flush at exit does not
-    fail a second time on what it could not write."""
-    try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
-
-
-# ---------------------------------------------------------------- input checks
-#
-# Each function above calls its check in one line; the checks below refuse what
-# would give a wrong answer or a raw error, with a message that says what is wrong.
+################ Input checks (you can skip this section)
 
 def check_chunks_cover(chunks, text, pattern):
     """Refuse a split that lost part of text (a custom pattern can skip characters)."""
-    if "".join(chunks) == text:
-        return
-    end = 0
-    for match in re.finditer(pattern, text):    # find the first character no chunk covers
-        if match.group() and match.start() > end:
-            skipped = text[end:match.start()]
-            break
-        end = max(end, match.end())
-    else:
-        skipped = text[end:]
-    raise ValueError(f"the pattern {getattr(pattern, 'pattern', pattern)!r} skips {skipped!r} "
-                     f"at position {end}")
+    covered = "".join(chunks)
+    if covered != text:
+        at = next((n for n, (a, b) in enumerate(zip(covered, text)) if a != b), len(covered))
+        raise ValueError(f"the pattern {pattern!r} skips {text[at:at + 10]!r} at position {at}")
 
 
 def check_corpus(text, name="corpus.txt"):
@@ -493,144 +461,103 @@ def check_corpus(text, name="corpus.txt"):
     if "\r" in text:
         line = text.count("\n", 0, text.index("\r")) + 1
         raise FileProblem(f"{name} line {line} ends with \\r\\n (Windows line ends); the lab's "
-                          f"files use \\n (git checkout {name} restores it)")
+                          f"files use \\n")
     if "\n" not in text:
         raise FileProblem(f"{name} line 1 does not end with a newline: each story is one line")
 
 
 def check_counts(counts):
-    """Refuse empty pair counts: there is nothing left to merge."""
+    """Refuse empty pair counts: every chunk is one token, and no merge is left to make."""
     if not counts:
-        raise ValueError("no pair to merge: the counts are empty (every chunk is one token)")
+        raise ValueError("no pair left to merge: every chunk of the text is one token, so the "
+                         "vocabulary cannot grow any larger")
 
 
 def check_pair(pair):
-    """Refuse a pair that is not a tuple of two ids."""
-    # A list [1, 2] never equals the tuple (ids[i], ids[i + 1]): it would merge nothing.
+    """Refuse a pair that is not a tuple of two ids: a list [1, 2] never equals the tuple
+    (ids[i], ids[i + 1]), so it would merge nothing."""
     if not isinstance(pair, tuple) or len(pair) != 2:
         raise TypeError(f"pair must be a tuple of two token ids, such as (1, 2), not {pair!r}")
 
 
 def check_pattern(pattern):
-    """Refuse a pattern that is not a regular expression."""
-    if isinstance(pattern, re.Pattern):
-        return
+    """Refuse a pattern that is not a regular expression without capturing groups."""
     if not isinstance(pattern, str):
         raise TypeError(f"pattern must be a str, not {type(pattern).__name__}")
     try:
-        re.compile(pattern)
+        groups = re.compile(pattern).groups
     except re.error as error:
         raise ValueError(f"pattern {pattern!r} is not a regular expression: {error}") from None
+    if groups:      # re.findall would return the groups, not the chunks
+        raise ValueError(f"pattern {pattern!r} has a capturing group; write (?:...) instead")
 
 
 def check_training(text, vocab_size, pattern):
     """Refuse a text, a vocabulary size or a pattern that training cannot use."""
-    if not isinstance(text, str):
-        raise TypeError(f"training text must be a str, not {type(text).__name__}")
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
-        raise TypeError(f"vocabulary size must be an int, not {vocab_size!r}")
-    if not text:
-        raise ValueError("cannot train on an empty text")
-    alphabet = len(set(text))
-    if vocab_size < alphabet:
-        raise ValueError(f"vocabulary size {vocab_size} is smaller than the base alphabet: "
-                         f"the text has {alphabet} different characters")
     check_pattern(pattern)
+    if not isinstance(text, str) or type(vocab_size) is not int:
+        raise TypeError(f"training needs a str and an int vocabulary size, not "
+                        f"{type(text).__name__} and {vocab_size!r}")
+    if not text or vocab_size < len(set(text)):
+        raise ValueError(f"vocabulary size {vocab_size} is smaller than the base alphabet of "
+                         f"the text, {len(set(text))} characters" if text else "empty text")
 
 
-def check_merge_possible(pair_counts, vocab, merges, vocab_size):
-    """Refuse to go on when no pair is left: every chunk is already one token."""
-    if not pair_counts:
-        raise ValueError(f"vocabulary size {vocab_size} is out of reach: after "
-                         f"{len(merges)} merges every chunk of the text is one token, "
-                         f"{len(vocab)} tokens in all")
-
-
-def check_new_token(new_token, vocab, rank):
+def check_new_token(new_token, vocab):
     """Refuse a merge whose token exists already ("a"+"bc" after "ab"+"c"): tokenizer.json
     maps token -> id, so two ids cannot share one string."""
     if new_token in vocab:
-        raise ValueError(f"merge {rank} would make {new_token!r} a second time "
+        raise ValueError(f"merge {len(vocab)} would make {new_token!r} a second time "
                          f"(it is already token {vocab.index(new_token)})")
 
 
 def check_tokenizer_parts(vocab, merges, pattern):
-    """Refuse vocab, merges and pattern unless they make one consistent tokenizer."""
-    for name, value in (("vocab", vocab), ("merges", merges)):
-        if not isinstance(value, (list, tuple)):
-            raise TypeError(f"{name} must be a list, not {type(value).__name__}")
+    """Refuse vocab, merges and pattern unless they make one tokenizer: distinct tokens, the
+    base alphabet's single characters first, then merge number r making token A + r from two
+    tokens made before it."""
     check_pattern(pattern)
+    if not isinstance(vocab, (list, tuple)) or not isinstance(merges, (list, tuple)):
+        raise TypeError(f"vocab and merges must be lists, not {type(vocab).__name__} and "
+                        f"{type(merges).__name__}")
     for i, token in enumerate(vocab):
-        if not isinstance(token, str):
-            raise TypeError(f"token {i} must be a str, not {token!r}")
-        if not token:
-            raise ValueError(f"token {i} is the empty string")
-    if len(set(vocab)) != len(vocab):
-        twice = sorted({token for token in vocab if vocab.count(token) > 1})
-        raise ValueError(f"tokens appear more than once in vocab: {twice}")
-    alphabet_size = len(vocab) - len(merges)
-    if alphabet_size < 1:
-        raise ValueError(f"{len(merges)} merges but only {len(vocab)} tokens: "
-                         f"no room for a base alphabet")
-    for i in range(alphabet_size):
-        if len(vocab[i]) != 1:
-            raise ValueError(f"token {i} {vocab[i]!r} is in the base alphabet (ids 0.."
-                             f"{alphabet_size - 1}) but is not a single character")
-    ids = {token: i for i, token in enumerate(vocab)}
+        if not isinstance(token, str) or not token:
+            raise TypeError(f"token {i} must be a non-empty str, not {token!r}")
+    A = len(vocab) - len(merges)
+    twice = [token for i, token in enumerate(vocab) if token in vocab[:i]]
+    long = [token for token in vocab[:max(A, 0)] if len(token) != 1]
+    if twice or A < 1 or long:
+        raise ValueError(f"tokens appear more than once in vocab: {twice}" if twice else
+                         f"{len(merges)} merges but only {len(vocab)} tokens" if A < 1 else
+                         f"token {long[0]!r} is in the base alphabet (ids 0..{A - 1}) but is "
+                         f"not a single character")
     for rank, pair in enumerate(merges):
-        if (not isinstance(pair, (list, tuple)) or len(pair) != 2
-                or not all(isinstance(part, str) for part in pair)):
-            raise TypeError(f"merge {rank} must be a [left, right] pair of strings, "
-                            f"not {pair!r}")
-        left, right = pair
-        new_id = alphabet_size + rank
-        for part in (left, right):
-            if part not in ids:
-                raise ValueError(f"merge {rank} {[left, right]}: part {part!r} is not in vocab")
-            if ids[part] >= new_id:
-                raise ValueError(f"merge {rank} {[left, right]} uses {part!r} (token "
-                                 f"{ids[part]}) before it is made")
-        if left + right not in ids:
-            raise ValueError(f"merge {rank} {[left, right]} makes {left + right!r}, "
-                             f"which is not in vocab")
-        if vocab[new_id] != left + right:
-            raise ValueError(f"merge {rank} {[left, right]} must make token {new_id}, but "
-                             f"token {new_id} is {vocab[new_id]!r}, not {left + right!r}")
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2 or not all(
+                isinstance(part, str) for part in pair):
+            raise TypeError(f"merge {rank} must be a [left, right] pair of strings, not {pair!r}")
+        unmade = [part for part in pair if part not in vocab[:A + rank]]
+        if unmade or vocab[A + rank] != pair[0] + pair[1]:
+            raise ValueError(f"merge {rank} {list(pair)} uses {unmade[0]!r}, which is not a "
+                             f"token made before it" if unmade else
+                             f"merge {rank} {list(pair)} must make token {A + rank}, but that is "
+                             f"{vocab[A + rank]!r}")
 
 
 def check_fields(data):
     """Refuse parsed JSON unless it holds tokenizer.json's four fields, each of its type."""
     if not isinstance(data, dict):
         raise TypeError(f"expected a JSON object, not {type(data).__name__}")
-    missing = [field for field in FIELDS if field not in data]
-    if missing:
-        raise ValueError(f"missing field(s): {', '.join(missing)}")
-    unknown = [field for field in data if field not in FIELDS]
-    if unknown:
-        raise ValueError(f"unknown field(s): {', '.join(unknown)}")
-    version, pattern, vocab, merges = (data[field] for field in FIELDS)
-    if isinstance(version, bool) or not isinstance(version, int):
-        raise TypeError(f"field 'version' must be an integer, not {version!r}")
-    if version != FORMAT_VERSION:
-        raise ValueError(f"version {version} is not supported "
+    if sorted(data) != sorted(FIELDS):
+        raise ValueError(f"fields {list(data)}; a tokenizer has exactly {list(FIELDS)}")
+    for field, kind in zip(FIELDS, (int, str, dict, list)):
+        if not isinstance(data[field], kind) or isinstance(data[field], bool):
+            raise TypeError(f"field {field!r} must be a JSON {kind.__name__}, "
+                            f"not {data[field]!r:.40}")
+    if data["version"] != FORMAT_VERSION:
+        raise ValueError(f"version {data['version']} is not supported "
                          f"(this bpe.py reads version {FORMAT_VERSION})")
-    if not isinstance(pattern, str):
-        raise TypeError(f"field 'pattern' must be a string, not {type(pattern).__name__}")
-    if not isinstance(vocab, dict):
-        raise TypeError(f"field 'vocab' must be an object (token -> id), "
-                        f"not {type(vocab).__name__}")
-    for token, i in vocab.items():
-        if isinstance(i, bool) or not isinstance(i, int):
-            raise TypeError(f"vocab id of {token!r} must be an integer, not {i!r}")
-    ids = sorted(vocab.values())
-    if ids != list(range(len(vocab))):
-        missing = sorted(set(range(len(vocab))) - set(ids))
-        outside = sorted(set(ids) - set(range(len(vocab))))
-        repeated = sorted({i for i in ids if ids.count(i) > 1})
-        raise ValueError(f"vocab ids must run 0..{len(vocab) - 1}, each once; missing: "
-                         f"{missing[:5]}, outside: {outside[:5]}, repeated: {repeated[:5]}")
-    if not isinstance(merges, list):
-        raise TypeError(f"field 'merges' must be a list, not {type(merges).__name__}")
+    ids = list(data["vocab"].values())
+    if not all(type(i) is int for i in ids) or sorted(ids) != list(range(len(ids))):
+        raise ValueError(f"vocab ids must be the integers 0..{len(ids) - 1}, each once")
 
 
 def check_text(text, alphabet):
@@ -644,34 +571,20 @@ def check_text(text, alphabet):
 
 
 def check_ids(ids, vocab_size):
-    """Refuse anything but a list of int ids in 0..vocab_size-1."""
-    if not isinstance(ids, list):
-        raise TypeError(f"decode takes a list of token ids, not {type(ids).__name__}")
-    for position, i in enumerate(ids):
-        if isinstance(i, bool) or not isinstance(i, int):  # True is an int in Python; refuse it
-            raise TypeError(f"token id at position {position} must be an int, not {i!r}")
-        if not 0 <= i < vocab_size:
-            raise ValueError(f"token id {i} at position {position} is outside the vocabulary "
-                             f"of size {vocab_size} (ids 0..{vocab_size - 1})")
+    """Refuse anything but a list of int ids in 0..vocab_size-1 (True is an int: refused)."""
+    if not isinstance(ids, list) or not all(type(i) is int for i in ids):
+        raise TypeError(f"decode takes a list of int token ids, not {ids!r:.40}")
+    outside = [i for i in ids if not 0 <= i < vocab_size]
+    if outside:
+        raise ValueError(f"token ids outside the vocabulary of size {vocab_size}: {outside[:5]}")
 
 
-# What `python3 bpe.py` prints (abridged at "..."; the tests check that every
-# other line below is printed exactly so):
+# What `python3 bpe.py` prints, abridged at "..." (the lines left out hold counts, which any
+# change to corpus.txt moves; the tests check that the others are printed exactly so):
 #
-#     base alphabet, 27 characters (ids 0..26): "\n ',.abcdeghiklmnoprstuvwyz"
-#     69 merges in rank order (ids 27..95), each with how often its pair occurred when it was merged:
-#        0         ' ' + 't' -> ' t'        1899
-#        1         'h' + 'e' -> 'he'        1471
-#        2         ' ' + 'a' -> ' a'        1329
-#        3       ' t' + 'he' -> ' the'      1031
-#        4         ' ' + 's' -> ' s'         826
-#        5         ' ' + 'b' -> ' b'         729
-#        6         'e' + 's' -> 'es'         662
+#     base alphabet: 27 characters, ids 0..26: "\n ',.abcdeghiklmnoprstuvwyz"
 #     ...
-#       67         ' ' + 'e' -> ' e'         102
-#       68         ' ' + 'r' -> ' r'         102
-#     the first story plus its newline, 37 tokens ('|' between tokens):
-#     |mia| has| a| red| hat|.| mia| goes| to| the| g|ar|d|en|.| at| the| g|ar|d|en|,| mia| gives| the| hat| to| ava|.| now| ava| has| the| red| hat|.|\n|
+#     now mia gives the hat to leo. -> 16="n" 40="ow" 65=" mia" 50=" gives" 30=" the" 79=" hat" 37=" to" 70=" leo" 4="."
 
 if __name__ == "__main__":
     sys.exit(main())

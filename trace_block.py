@@ -48,9 +48,11 @@ STEP = 1e-6                 # the nudge of the central differences
 
 ################ The trace
 
-def trace():
-    """Every figure of block-trace.json, computed afresh, keys in the file's order."""
-    story, tok = first_story(), load_tokenizer()
+def trace(tok=None, story=None):
+    """Every figure of block-trace.json, computed afresh, keys in the file's order: by default
+    for the lab's tokenizer and the first story of corpus.txt (with its newline)."""
+    tok = load_tokenizer() if tok is None else tok
+    story = first_story() if story is None else story
     ids = story_ids(tok, story, SERIES["max_len"])
     p = build(tok, SERIES)
     x, y = ids[:-1], ids[1:]                                 # each token predicts the next
