@@ -7,17 +7,19 @@ check of a small copy of the model against finite differences. Every figure is c
 each time; block-trace.json only remembers them, so that a change that moves one shows up.
 
 The file reads: the trace, the gradient check, the position experiment; then, out of the
-lesson's path, the recorded file (write and check), timing, pictures, the command line and
-the input checks.
+lesson's path, the recorded file, timing, pictures, the command line and the input checks.
 
 Run:
-    python3 trace_block.py            print the trace
-    python3 trace_block.py --write    rewrite block-trace.json from the code
+    python3 trace_block.py            the figures the lesson talks about, and whether
+                                      block-trace.json still holds them
+    python3 trace_block.py --json     the whole trace, as block-trace.json holds it
     python3 trace_block.py --check    exit 1 if block-trace.json is out of date, naming what moved
+    python3 trace_block.py --write    rewrite block-trace.json (after a deliberate change)
     python3 trace_block.py --show     pictures: the position experiment and the attention weights
     python3 trace_block.py --time     milliseconds per training step and tokens per second
 """
 import argparse
+import functools
 import json
 import math
 import statistics
@@ -34,10 +36,10 @@ HERE = Path(__file__).resolve().parent
 TRACE_FILE = HERE / "block-trace.json"
 TOKENIZER_FILE = HERE / "tokenizer.json"
 CORPUS_FILE = HERE / "corpus.txt"
-WRITE_COMMAND = "python3 trace_block.py --write"
 
-SERIES = {"d": 16, "hidden": 64, "max_len": 64, "seed": 3}
-TINY = {"d": 4, "hidden": 8, "max_len": 8, "seed": 3}
+SERIES = {"d": model.SIZES["d"], "hidden": model.SIZES["hidden"],
+          "max_len": model.SIZES["max_len"], "seed": 3}     # d 16, hidden 64, 64 positions
+TINY = {"d": 4, "hidden": 8, "max_len": 8, "seed": 3}       # the small copy: 1,060 numbers
 
 # The position experiment: the same tokens, with the two names swapped.
 ORDER_A = "now mia gives the hat to leo."
@@ -60,11 +62,7 @@ def trace(tok=None, story=None):
     loss, _ = model.loss_and_dlogits(logits, y)
     row0 = cache["h1"][0]                                   # LN1's output at position 0
     d = len(row0)
-    tiny = build(tok, TINY)
-    ball = tok.encode(GRADIENT_SENTENCE)
-    numeric, _ = numeric_gradients(tiny, ball[:-1], ball[1:])
-    # every entry, relu kinks too: the report's max_abs_error is gradient_error(...)
-    report = compare_gradients(backward_gradients(tiny, ball[:-1], ball[1:]), numeric)
+    report = small_copy_check(len(tok.vocab), tuple(tok.encode(GRADIENT_SENTENCE)))
     return {
         "story": story,
         "story_tokens": len(ids),
@@ -121,14 +119,14 @@ def first_story():
 def story_ids(tok, story, max_len):
     """The token IDs of the first story, refused (naming corpus.txt) unless the model can read
     all but its last token."""
-    check_story(tok, story, max_len)
-    return tok.encode(story)
+    ids = encode_line(tok, story, 1)
+    check_story(ids, max_len)
+    return ids
 
 
 def build(tok, cfg):
     """Fresh parameters for the tokenizer's vocabulary and a config such as SERIES or TINY."""
-    check_tokenizer(tok)
-    check_config(cfg)
+    check_config(tok, cfg)
     return model.init_params(len(tok.vocab), cfg["d"], cfg["hidden"], cfg["max_len"], cfg["seed"])
 
 
@@ -185,81 +183,60 @@ def backward_gradients(p, x, y):
 
 def compare_gradients(grads, numeric, kinks=()):
     """How far backward()'s gradients are from the numeric ones, over every tensor numeric
-    holds: a dict of parameters_checked (the entries compared), max_abs_error, max_rel_error,
-    errors_by_tensor (each tensor's largest absolute error), kinks, and worst, the entry of the
-    largest absolute error with both its values.
+    holds: a dict of parameters_checked, max_abs_error, max_rel_error, errors_by_tensor (each
+    tensor's largest absolute error, in numeric's order), kinks and worst (the entry of the
+    largest absolute error, with both its values).
 
-    The relative error is cs231n's |a - n| / max(|a|, |n|), taken over the entries at least
-    1e-4 in size: the difference quotient carries a rounding error near 1e-9, which would
-    swamp the ratio for smaller ones. The entries named in kinks are listed, not compared.
+    The relative error is cs231n's |a - n| / max(|a|, |n|), over the entries at least 1e-4 in
+    size: the difference quotient carries a rounding error near 1e-9, which would swamp the
+    ratio for smaller ones. The entries named in kinks are listed, not compared.
     """
     check_gradients_fit(grads, numeric)
-    worst_abs = worst_rel = 0.0
-    worst = None
-    checked = 0
-    set_aside = set(kinks)
-    by_tensor = {}
+    report = {"parameters_checked": 0, "max_abs_error": 0.0, "max_rel_error": 0.0,
+              "errors_by_tensor": {}, "kinks": list(kinks), "worst": None}
     for name in numeric:
-        by_tensor[name] = 0.0
-        is_matrix = isinstance(numeric[name][0], list)
-        width = len(numeric[name][0]) if is_matrix else None
+        errors = [0.0]
+        width = len(numeric[name][0]) if isinstance(numeric[name][0], list) else 0
         for n, (analytic, slope) in enumerate(zip(flatten(grads[name]), flatten(numeric[name]))):
-            where = (name, *divmod(n, width)) if is_matrix else (name, n)
-            if where in set_aside:
+            where = (name, *divmod(n, width)) if width else (name, n)
+            if where in report["kinks"]:
                 continue
-            checked += 1
+            report["parameters_checked"] += 1
             error = abs(slope - analytic)
-            by_tensor[name] = max(by_tensor[name], error) if error == error else error   # nan
-            if worst is None or error > worst_abs or math.isnan(error):
-                worst_abs, worst = error, {"entry": entry_name(where), "backward": analytic,
-                                           "finite_difference": slope}
-            size = max(abs(slope), abs(analytic))
-            if size >= 1e-4:
-                worst_rel = max(worst_rel, error / size)
-    return {"parameters_checked": checked, "max_abs_error": worst_abs,
-            "max_rel_error": worst_rel, "errors_by_tensor": by_tensor, "kinks": list(kinks),
-            "worst": worst}
+            errors.append(error if error == error else math.inf)    # nan counts as the worst
+            if errors[-1] > report["max_abs_error"] or report["worst"] is None:
+                report["max_abs_error"] = errors[-1]
+                report["worst"] = (f"{name}{''.join(f'[{i}]' for i in where[1:])}: backward "
+                                   f"{analytic:.6g}, finite difference {slope:.6g}")
+            if max(abs(slope), abs(analytic)) >= 1e-4:
+                report["max_rel_error"] = max(report["max_rel_error"],
+                                              errors[-1] / max(abs(slope), abs(analytic)))
+        report["errors_by_tensor"][name] = max(errors)
+    return report
 
 
 def gradient_check(p, x, y, step=STEP):
     """Compare backward() with central differences for every parameter of p, setting aside
-    the entries at a relu kink (see numeric_gradients and compare_gradients): the report as
-    compare_gradients gives it."""
+    the entries at a relu kink (see numeric_gradients): compare_gradients' report."""
     return compare_gradients(backward_gradients(p, x, y), *numeric_gradients(p, x, y, step))
 
 
 def gradient_error(p, x, y):
-    """The largest |central difference - backward()| over every parameter, step 1e-6.
-
-    Every entry counts, a relu kink's too (gradient_check sets those aside); the trace's
-    sentence crosses no kink, so there the two agree.
-    """
+    """The largest |central difference - backward()| over every parameter, step 1e-6. Every
+    entry counts, a relu kink's too (gradient_check sets those aside)."""
     numeric, _ = numeric_gradients(p, x, y)
     return compare_gradients(backward_gradients(p, x, y), numeric)["max_abs_error"]
 
 
-def worst_entry(report):
-    """The worst entry of a gradient report, in words.
-
-    >>> worst_entry({"worst": {"entry": "W1[3][7]", "backward": 0.0123,
-    ...                        "finite_difference": 0.0456}})
-    'W1[3][7]: backward 0.0123, finite difference 0.0456'
-    """
-    worst = report["worst"]
-    if worst is None:
-        return "no entry was compared"
-    return (f"{worst['entry']}: backward {worst['backward']:.6g}, "
-            f"finite difference {worst['finite_difference']:.6g}")
-
-
-def entry_name(where):
-    """An entry of a tensor as code writes it.
-
-    >>> entry_name(("W1", 3, 7)), entry_name(("b1", 5))
-    ('W1[3][7]', 'b1[5]')
-    """
-    name, *index = where
-    return name + "".join(f"[{i}]" for i in index)
+@functools.lru_cache(maxsize=None)
+def small_copy_check(vocab, ids):
+    """The gradient check of the small copy (TINY, vocab tokens) on a tuple of token ids,
+    every entry compared, kinks too: compare_gradients' report. Made once per run, as the
+    trace and the lesson's gradient test ask for the same one: treat it as read-only."""
+    p = model.init_params(vocab, TINY["d"], TINY["hidden"], TINY["max_len"], TINY["seed"])
+    x, y = list(ids[:-1]), list(ids[1:])
+    numeric, _ = numeric_gradients(p, x, y)
+    return compare_gradients(backward_gradients(p, x, y), numeric)
 
 
 def flatten(tensor):
@@ -268,24 +245,18 @@ def flatten(tensor):
     >>> flatten([[1.0, 2.0], [3.0, 4.0]]), flatten([5.0, 6.0])
     ([1.0, 2.0, 3.0, 4.0], [5.0, 6.0])
     """
-    check_tensor(tensor)
+    model.shape(tensor)
     return [v for row in tensor for v in row] if isinstance(tensor[0], list) else list(tensor)
 
 
 ################ The position experiment
 
-def order_logits(p, tok, use_positions):
-    """The scores of the two order sentences, each (T, V)."""
-    check_tokenizer(tok)
-    a, b = tok.encode(ORDER_A), tok.encode(ORDER_B)
-    check_order_sentences(a, b)
-    return model.forward(p, a, use_positions)[0], model.forward(p, b, use_positions)[0]
-
-
 def exact_gaps(p, tok, use_positions):
     """Per position, the largest absolute score difference between the two order sentences,
     not rounded, so that 0.0 means bit-identical scores."""
-    la, lb = order_logits(p, tok, use_positions)
+    check_order_sentences(tok)
+    la = model.forward(p, tok.encode(ORDER_A), use_positions)[0]
+    lb = model.forward(p, tok.encode(ORDER_B), use_positions)[0]
     return [max(abs(u - v) for u, v in zip(ra, rb)) for ra, rb in zip(la, lb)]
 
 
@@ -300,12 +271,12 @@ def last_logits_gap(p, tok, use_positions):
     return exact_gaps(p, tok, use_positions)[-1]
 
 
-################ The recorded file: print, write, check
+################ The recorded file: summary, write, check
 
-AFTER_A_CHANGE = (f"If you changed the lab on purpose, record the new figures: {WRITE_COMMAND}\n"
-                  f"If you did not, undo the change that moved them (git diff shows it); "
-                  f"rewriting the file would hide it.")
-LARGEST_TRACE = 1_000_000   # bytes; the trace is about 2,000, so a file beyond this is not one
+AFTER_A_CHANGE = ("If you changed the lab on purpose, record the new figures: python3 "
+                  "trace_block.py --write\nIf you did not, undo the change that moved them (put "
+                  "back the file you edited from the lab's download); rewriting the file would "
+                  "hide it.")
 
 
 def to_json(figures):
@@ -313,51 +284,57 @@ def to_json(figures):
     return json.dumps(figures, indent=2, ensure_ascii=False) + "\n"
 
 
+def summary(figures):
+    """The figures the lesson talks about, as lines to read.
+
+    >>> summary(json.loads(TRACE_FILE.read_text(encoding="utf-8")))[4]
+    'initial loss          4.5805, against ln 96 = 4.5643 for a model that knows nothing'
+    """
+    gaps, order = figures["gradient_check"], figures["order_test"]
+    shapes = ", ".join(f"{name} {'×'.join(map(str, s))}" for name, s in figures["shapes"].items())
+    return [
+        f"the first story of corpus.txt, {figures['story_tokens']} tokens:",
+        f"  {figures['story'].strip()}",
+        f"parameters            {figures['parameter_count']:,}  ({figures['series_config']})",
+        f"shapes (T = {figures['shapes']['x0'][0]})       {shapes}",
+        f"initial loss          {figures['initial_loss']}, against ln {figures['vocab_size']} = "
+        f"{figures['uniform_loss']} for a model that knows nothing",
+        f"layer norm, row 0     mean {figures['layernorm_row0']['mean']}, variance "
+        f"{figures['layernorm_row0']['variance']} (ε pulls it below 1)",
+        f"gradient check        {gaps['parameters_checked']:,} parameters of the small copy, "
+        f"largest error {gaps['max_error_rounded']:.7f} (rounded to 7 places)",
+        f"position experiment   {order['a']!r} against {order['b']!r}",
+        f"  largest score gap at the last position: {order['last_logit_gap_without_positions']}"
+        f" without position embeddings, {order['last_logit_gap_with_positions']} with them",
+        f"  and at each position, without them: "
+        f"{' '.join(map(str, order['gaps_by_position_without_positions']))}",
+    ]
+
+
 def write(path=None):
-    """Compute the trace and write it to path (block-trace.json), replacing the old file only
-    once the new one is complete."""
-    bpe.write_atomically(TRACE_FILE if path is None else path, to_json(trace()))
+    """Compute the trace and write it to path (block-trace.json)."""
+    bpe.write_text(TRACE_FILE if path is None else path, to_json(trace()))
 
 
-def check(path=None):
-    """Compare the recorded trace (block-trace.json, or path) with a fresh one, byte for byte:
-    (up to date?, message)."""
-    path = Path(TRACE_FILE if path is None else path)   # a str works too
-    try:
-        with open(path, "rb") as file:
-            recorded = file.read(LARGEST_TRACE + 1)
-    except FileNotFoundError:
-        return False, f"{path.name} is missing. Run: {WRITE_COMMAND}"
-    fresh = to_json(trace()).encode("utf-8")
+def check(path=None, figures=None):
+    """Compare the recorded trace (block-trace.json, or path) with a fresh one (or figures),
+    byte for byte: (up to date?, message)."""
+    path = Path(TRACE_FILE if path is None else path)
+    if not path.exists():
+        return False, f"{path.name} is missing. Run: python3 trace_block.py --write"
+    recorded = bpe.read_text(path) if path.stat().st_size < 1_000_000 else None
+    fresh = to_json(trace() if figures is None else figures)
     if recorded == fresh:
         return True, f"{path.name} is up to date."
-    lines = file_differences(recorded, fresh)
+    try:
+        lines = differences(bpe.read_json(path), json.loads(fresh)) if recorded else [
+            "it holds more than 1,000,000 bytes: it is not a trace"]
+    except FileProblem as problem:
+        lines = [str(problem).replace(str(path), "the file")]
+    lines = lines or [("its line ends are \\r\\n (Windows); the trace is written with \\n" if
+                       "\r" in recorded else "the figures agree, but the layout differs")]
     return False, "\n".join([f"{path.name} is out of date:"] + ["  " + s for s in lines]
                             + [AFTER_A_CHANGE])
-
-
-def file_differences(recorded, fresh):
-    """What differs between the bytes of a recorded trace and of a fresh one, as lines."""
-    if len(recorded) > LARGEST_TRACE:
-        return [f"the file holds more than {LARGEST_TRACE:,} bytes: it is not a trace"]
-    try:
-        text = recorded.decode("utf-8")
-    except UnicodeDecodeError as error:
-        return [f"the file is not UTF-8 text (byte {error.start} cannot be read)"]
-    lines = []
-    if "\r" in text:
-        lines.append("its line ends differ: the file has \\r\\n (Windows) line ends, the trace "
-                     "is written with \\n")
-        text = text.replace("\r\n", "\n")
-    try:
-        old = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as error:
-        return lines + [f"the file is not valid JSON ({error})"]
-    lines += differences(old, json.loads(fresh.decode("utf-8")))
-    if not lines:
-        lines.append("the figures agree, but the file's layout differs (spacing or the "
-                     "final newline)")
-    return lines
 
 
 def differences(old, new, where=""):
@@ -371,15 +348,13 @@ def differences(old, new, where=""):
         lines = []
         for key in list(old) + [k for k in new if k not in old]:
             path = f"{where}.{key}" if where else key
-            if key not in new:
-                lines.append(f"{path}: no longer in the trace")
-            elif key not in old:
-                lines.append(f"{path}: missing from the file (now {json.dumps(new[key])})")
+            if key not in new or key not in old:
+                lines.append(f"{path}: " + ("no longer in the trace" if key not in new else
+                                            f"missing from the file (now {json.dumps(new[key])})"))
             else:
                 lines += differences(old[key], new[key], path)
-        if not lines and list(old) != list(new):
-            lines.append(f"{where or 'the trace'}: keys in another order")
-        return lines
+        return lines or ([f"{where or 'the trace'}: keys in another order"]
+                         if list(old) != list(new) else [])
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
         return [line for n, (u, v) in enumerate(zip(old, new))
                 for line in differences(u, v, f"{where}[{n}]")]
@@ -390,27 +365,24 @@ def differences(old, new, where=""):
 ################ Timing
 
 def time_steps(lengths=(8, 16, 32, 64), repeats=9):
-    """Median milliseconds of one training step (forward, loss, backward) at each length T,
-    on the start of the corpus."""
-    check_lengths(lengths, SERIES["max_len"])
+    """The median milliseconds of repeats training steps (forward, loss, backward) at each
+    length T, on the start of the corpus."""
+    check_lengths(lengths)
     tok = load_tokenizer()
     p = build(tok, SERIES)
     ids = corpus_ids(tok, max(lengths) + 1)
 
     def step(x, y):
         logits, cache = model.forward(p, x)
-        _, d_logits = model.loss_and_dlogits(logits, y)
-        model.backward(p, cache, d_logits)
+        model.backward(p, cache, model.loss_and_dlogits(logits, y)[1])
 
-    for T in lengths:                   # warm up: one step of each length, not timed
-        step(ids[:T], ids[1:T + 1])
     rows = []
     for T in lengths:
-        x, y = ids[:T], ids[1:T + 1]
+        step(ids[:T], ids[1:T + 1])                 # a first step, not timed: warming up
         times = []
         for _ in range(repeats):
             start = time.perf_counter()
-            step(x, y)
+            step(ids[:T], ids[1:T + 1])
             times.append(time.perf_counter() - start)
         rows.append((T, statistics.median(times) * 1e3))
     return rows
@@ -419,13 +391,10 @@ def time_steps(lengths=(8, 16, 32, 64), repeats=9):
 def corpus_ids(tok, count):
     """The first count token IDs of corpus.txt, read story by story (from the start again if
     the corpus is shorter)."""
-    text = bpe.read_corpus(CORPUS_FILE)
+    lines = bpe.read_corpus(CORPUS_FILE).splitlines(keepends=True)
     ids = []
     while len(ids) < count:
-        for number, line in enumerate(text.splitlines(keepends=True), 1):
-            ids += encode_line(tok, line, number)
-            if len(ids) >= count:
-                break
+        ids += [i for number, line in enumerate(lines, 1) for i in encode_line(tok, line, number)]
     return ids[:count]
 
 
@@ -451,23 +420,13 @@ SHADES = ((0.6, "█"), (0.3, "▓"), (0.15, "▒"), (0.075, "░"), (0.0, " "))
 MASKED = "·"                # drawn where a weight is exactly 0.0: what the causal mask gives j > i
 
 
-def visible(token):
-    """A token in double quotes with escapes, so that its leading space shows.
-
-    >>> visible(" mia"), visible(".")
-    ('" mia"', '"."')
-    """
-    return json.dumps(token, ensure_ascii=False)
-
-
 def bar(value, top, cells=BAR_CELLS):
     """A bar of value / top * cells characters, in eighths, padded with spaces to cells.
-
     Exactly 0.0 draws nothing at all; anything above 0 draws at least one eighth (▏).
+
     >>> bar(1.0, 1.0, 4), bar(0.5, 1.0, 4), bar(0.001, 1.0, 4), bar(0.0, 1.0, 4)
     ('████', '██  ', '▏   ', '    ')
     """
-    check_bar(value, top)
     eighths = round(value / top * cells * 8) if top > 0 else 0   # a half eighth rounds to even
     if value > 0 and eighths == 0:
         eighths = 1                 # subtle: a tiny gap still shows, so it never looks like 0.0
@@ -484,27 +443,13 @@ def figure(value):
     return "0.0" if value == 0 else f"{value:.4g}"
 
 
-def shade(weight):
-    """The cell for an attention weight between 0 and 1: MASKED for exactly 0.0, else a shade
-    (see SHADES).
-
-    >>> shade(1.0), shade(0.5), shade(0.25), shade(0.111), shade(0.01), shade(0.0)
-    ('█', '▓', '▒', '░', ' ', '·')
-    """
-    check_weight(weight)
-    if weight == 0.0:
-        return MASKED
-    return next(block for cut, block in SHADES if weight >= cut)
-
-
 def cell(weight):
-    """The two characters of a weight's cell in the grid.
+    """The two characters of an attention weight's cell: MASKED for exactly 0.0, else a shade.
 
-    >>> cell(0.5), cell(0.0)
-    ('▓▓', ' ·')
+    >>> cell(1.0), cell(0.5), cell(0.25), cell(0.111), cell(0.01), cell(0.0)
+    ('██', '▓▓', '▒▒', '░░', '  ', ' ·')
     """
-    block = shade(weight)
-    return " " + block if block == MASKED else block * 2
+    return " " + MASKED if weight == 0.0 else 2 * next(b for cut, b in SHADES if weight >= cut)
 
 
 def caption(text):
@@ -512,142 +457,95 @@ def caption(text):
     return textwrap.fill(text, WIDTH, initial_indent="Notice: ", subsequent_indent="  ")
 
 
-def show_gaps(p, tok, out):
+def show_gaps(p, tok):
     """Picture 1: a bar per position of the score gap, without and with position embeddings."""
     tokens_a, tokens_b = tok.tokens(ORDER_A), tok.tokens(ORDER_B)
     without, with_ = exact_gaps(p, tok, False), exact_gaps(p, tok, True)
     top = max(without + with_)                          # both columns share one scale
-    w = max(len(visible(t)) for t in tokens_a + tokens_b)
-    lead = 5 + 2 * w + 3                                # "pos  " + token a + " / " + token b
-    print("The position experiment: the largest score gap between the two sentences", file=out)
-    print(f'  a = {visible(ORDER_A)}   b = {visible(ORDER_B)}', file=out)
-    print(f"  full bar = the largest gap, {figure(top)}; ▏ = 1/8 character; "
-          f"exactly 0.0 = no bar", file=out)
-    print(f"{'pos  token a / token b':{lead}}  {'without positions':{BAR_CELLS + 11}}"
-          f"with positions", file=out)
+    w = max(len(bpe.shown(t)) for t in tokens_a + tokens_b)
+    print("The position experiment: the largest score gap between the two sentences")
+    print(f"  a = {bpe.shown(ORDER_A)}   b = {bpe.shown(ORDER_B)}")
+    print(f"  full bar = the largest gap, {figure(top)}; ▏ = 1/8 character; exactly 0.0 = no bar")
+    print(f"{'pos  token a / token b':{8 + 2 * w}}  {'without positions':{BAR_CELLS + 11}}"
+          f"with positions")
     for t, (a, b, g0, g1) in enumerate(zip(tokens_a, tokens_b, without, with_)):
-        print(f"{t:>3}  {visible(a):<{w}} / {visible(b):<{w}}"
-              f"  │{bar(g0, top)} {figure(g0):<9}│{bar(g1, top)} {figure(g1)}", file=out)
-    print(caption(gaps_caption(without, with_)), file=out)
+        print(f"{t:>3}  {bpe.shown(a):<{w}} / {bpe.shown(b):<{w}}"
+              f"  │{bar(g0, top)} {figure(g0):<9}│{bar(g1, top)} {figure(g1)}")
+    same = [str(t) for t, gap in enumerate(without[:-1]) if gap == 0.0]
+    print(caption(
+        ("without positions the last position's gap is exactly 0.0: both sentences hold the same "
+         "tokens and every sum is correctly rounded (math.fsum), so their order is invisible "
+         "there" if without[-1] == 0.0 else f"without positions the last position's gap is "
+         f"{figure(without[-1])}, not 0.0: something sees the order without positions")
+        + (f"; position(s) {', '.join(same)}: 0.0 too, the same tokens so far" if same else "")
+        + (f"; with positions the last one differs too, by {figure(with_[-1])}."
+           if with_[-1] > 0 else "; with positions the last gap is still 0.0.")))
 
 
-def gaps_caption(without, with_):
-    """What the gap picture shows, read off its numbers."""
-    same = [t for t, gap in enumerate(without[:-1]) if gap == 0.0]     # before the last
-    if without[-1] == 0.0:
-        last = ("without positions the last position's gap is exactly 0.0: both sentences hold "
-                "the same tokens and every sum is correctly rounded (math.fsum), so their order "
-                "is invisible there")
-    else:
-        last = (f"without positions the last position's gap is {figure(without[-1])}, not "
-                f"0.0: something in the model sees the order of the tokens without positions")
-    where = (f"position {same[0]} has" if len(same) == 1 else
-             f"positions {', '.join(map(str, same))} have")
-    earlier = (f"{where} a gap of 0.0 too (both sentences start with the same tokens there)"
-               if same else "every earlier position differs")
-    final = (f"with positions the last one differs too, by {figure(with_[-1])}"
-             if with_[-1] > 0 else "with positions the last position still has a gap of 0.0")
-    return f"{last}; {earlier}; {final}."
-
-
-def show_attention(p, tok, out):
+def show_attention(p, tok):
     """Picture 2: the attention weights of ORDER_A as a shaded T×T grid, tokens on the axes,
     every cell drawn from the weight the model computed."""
     tokens = tok.tokens(ORDER_A)
-    _, cache = model.forward(p, tok.encode(ORDER_A), use_positions=True)
-    weights = cache["att"]["weights"]                   # (T, T)
-    T = len(tokens)
-    w = max(len(visible(t)) for t in tokens)
-    lead = 5 + w                                        # "  i  " + token
-    print(f"Attention weights of a = {visible(ORDER_A)}, at initialization", file=out)
-    print("  row i is the position that looks, column j the one it looks at (row j's token)",
-          file=out)
+    weights = model.forward(p, tok.encode(ORDER_A))[1]["att"]["weights"]     # (T, T)
+    w = max(len(bpe.shown(t)) for t in tokens)
+    print(f"Attention weights of a = {bpe.shown(ORDER_A)}, at initialization")
+    print("  row i is the position that looks, column j the one it looks at (row j's token)")
     scale = ", ".join(f"{block * 2} ≥ {cut}" for cut, block in SHADES[:-1])
-    print(f"  shades: {scale}, blank below; {MASKED} = exactly 0", file=out)
-    print(f"{'':{lead}} " + "".join(f"{j:>2}" for j in range(T))
-          + "    sum  1/(i+1)     min     max", file=out)
+    print(f"  shades: {scale}, blank below; {MASKED} = exactly 0")
+    print(f"{'':{5 + w}} " + "".join(f"{j:>2}" for j in range(len(tokens)))
+          + "    sum  1/(i+1)     min     max")
     for i, (token, row) in enumerate(zip(tokens, weights)):
-        cells = "".join(cell(x) for x in row)
         seen = row[:i + 1]
-        print(f"{i:>3}  {visible(token):<{w}}│{cells}│ {math.fsum(row):.4f}  {1 / (i + 1):.4f}"
-              f"  {min(seen):.4f}  {max(seen):.4f}", file=out)
-    print(caption(attention_caption(weights)), file=out)
-
-
-def attention_caption(weights):
-    """What the attention grid shows, read off its weights."""
+        print(f"{i:>3}  {bpe.shown(token):<{w}}│{''.join(map(cell, row))}│ "
+              f"{math.fsum(row):.4f}  {1 / (i + 1):.4f}  {min(seen):.4f}  {max(seen):.4f}")
     ahead = [(i, j) for i, row in enumerate(weights) for j, x in enumerate(row) if j > i and x]
-    if ahead:
-        i, j = ahead[0]
-        mask = (f"{len(ahead)} cells above the diagonal carry weight (row {i} gives "
-                f"{weights[i][j]:.4f} to the later column {j}): the causal mask leaks, and a "
-                f"position sees tokens that come after it")
-    else:
-        mask = (f"every cell above the diagonal is {MASKED}, a weight of exactly 0: no position "
-                f"looks at a later one (the causal mask)")
-    # a weight that underflowed to 0.0 makes the spread infinite, not a ZeroDivisionError
     spread = max(max(row[:i + 1]) / min(row[:i + 1]) if min(row[:i + 1]) > 0 else math.inf
                  for i, row in enumerate(weights))
-    if spread == math.inf:
-        rows = "some weights a row can see are exactly 0 (compare min and max)"
-    elif spread < 1.5:
-        rows = ("each row's weights are nearly uniform over the positions it sees, about 1/(i+1) "
-                "each (compare min and max), so the shade fades as the rows grow longer")
-    else:
-        rows = (f"within a row the weights differ by up to {spread:.1f} times (compare min and "
-                f"max)")
-    return f"{mask}; {rows}."
+    print(caption(
+        (f"{len(ahead)} cells above the diagonal carry weight (row {ahead[0][0]} gives "
+         f"{weights[ahead[0][0]][ahead[0][1]]:.4f} to the later column {ahead[0][1]}): the causal "
+         f"mask leaks, and a position sees tokens that come after it" if ahead else
+         f"every cell above the diagonal is {MASKED}, a weight of exactly 0: no position looks "
+         f"at a later one (the causal mask)")
+        + ("; some weights a row can see are exactly 0 (compare min and max)." if spread ==
+           math.inf else "; each row's weights are nearly uniform over the positions it sees, "
+           "about 1/(i+1) each (compare min and max): the weights start small and random, and "
+           "training has not yet taught the model where to look." if spread < 1.5 else
+           f"; within a row the weights differ by up to {spread:.1f} times (min and max).")))
 
 
-def show(out=None):
+def show():
     """Print the pictures: the position experiment, then the attention weights of one sentence."""
-    out = sys.stdout if out is None else out
     tok = load_tokenizer()
     p = build(tok, SERIES)
-    show_gaps(p, tok, out)
-    print(file=out)
-    show_attention(p, tok, out)
+    show_gaps(p, tok)
+    print()
+    show_attention(p, tok)
 
 
 ################ Command line
-
-def can_print(text):
-    """Whether standard output's encoding can write text."""
-    try:
-        text.encode(sys.stdout.encoding or "ascii")
-        return True
-    except (UnicodeEncodeError, LookupError):
-        return False
-
 
 def main(argv=None):
     """Run the command line; return the exit code. A problem with one of the lab's files, or
     with writing the output, is said in one line (exit 1); a traceback means a bug in the lab."""
     parser = argparse.ArgumentParser(
-        description="Run the one-block transformer on real text and print, write or check\n"
-                    "its recorded trace, block-trace.json. With no flag: print the trace.",
-        epilog="examples:\n"
-               "  python3 trace_block.py            # print the trace (JSON)\n"
-               "  python3 trace_block.py --check    # is block-trace.json up to date?\n"
-               "  python3 trace_block.py --write    # record it after a deliberate change\n"
-               "  python3 trace_block.py --show     # the position experiment, as pictures\n"
-               "  python3 trace_block.py --time     # how long one training step takes",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run the one-block transformer on real text. With no flag: the figures the "
+                    "lesson talks about, and whether block-trace.json still holds them.",
         allow_abbrev=False)
     action = parser.add_mutually_exclusive_group()
-    action.add_argument("--write", action="store_true",
-                        help="recompute the trace and rewrite block-trace.json, e.g. after you "
-                             "change model.py on purpose")
-    action.add_argument("--check", action="store_true",
-                        help="exit 1 if block-trace.json differs from a fresh trace, naming each "
-                             "figure that moved (old -> new)")
-    action.add_argument("--show", action="store_true",
-                        help="draw the position experiment (a bar per position) and the "
-                             "attention weights (a shaded grid) in the terminal")
-    action.add_argument("--time", action="store_true",
-                        help="time one training step (forward, loss, backward) at T = 8, 16, 32 "
-                             "and 64 tokens: milliseconds per step and tokens per second")
-    return bpe.run_reporting_problems(lambda: run(parser.parse_args(argv)))
+    for flag, text in (("--json", "print the whole trace, as block-trace.json holds it"),
+                       ("--check", "exit 1 if block-trace.json differs from a fresh trace, "
+                                   "naming each figure that moved (old -> new)"),
+                       ("--write", "rewrite block-trace.json from a fresh trace, after you "
+                                   "change the lab on purpose"),
+                       ("--show", "draw the position experiment (a bar per position) and the "
+                                  "attention weights (a shaded grid)"),
+                       ("--time", "time one training step at T = 8, 16, 32 and 64 tokens "
+                                  "(the median of 9)")):
+        action.add_argument(flag, action="store_true",
+                            help=f"{text}: python3 trace_block.py {flag}")
+    args = parser.parse_args(argv)
+    return bpe.run_reporting_problems(lambda: run(args))
 
 
 def run(args):
@@ -661,27 +559,25 @@ def run(args):
         return 0 if ok else 1
     elif args.time:
         corpus_ids(load_tokenizer(), 65)        # a problem with the files shows before the table
-        print(f"python {sys.version.split()[0]}: one training step (forward, loss, backward)")
+        print(f"python {sys.version.split()[0]}: one training step (forward, loss, backward), "
+              f"the median of 9")
         print(f"{'T':>4} {'ms/step':>9} {'tokens/s':>9}")
         for T, ms in time_steps():
             print(f"{T:>4} {ms:9.1f} {T / ms * 1e3:9.0f}")
     elif args.show:
-        if not can_print("█░·│") and hasattr(sys.stdout, "reconfigure"):
-            sys.stdout.reconfigure(encoding="utf-8")   # e.g. a Windows console on a code page
         show()
-    else:
+    elif args.json:
         print(to_json(trace()), end="")
+    else:
+        figures = trace()
+        print("\n".join(summary(figures)))
+        ok, message = check(figures=figures)
+        print("\n" + (message if ok else f"{TRACE_FILE.name} holds other figures: run "
+                      f"python3 trace_block.py --check to see which."))
     return 0
 
 
 ################ Input checks (you can skip this section)
-
-def check_tokenizer(tok):
-    """Refuse anything but a tokenizer, such as load_tokenizer() returns."""
-    if not hasattr(tok, "vocab") or not hasattr(tok, "encode"):
-        raise TypeError(f"expected a tokenizer (trace_block.load_tokenizer()), "
-                        f"not {type(tok).__name__}")
-
 
 def check_sentences(tok):
     """Refuse a tokenizer.json that cannot encode the sentences of the trace."""
@@ -693,83 +589,55 @@ def check_sentences(tok):
                               f"Run: python3 bpe.py --write") from None
 
 
-def check_config(cfg):
-    """Refuse a config without exactly SERIES's keys."""
+def check_config(tok, cfg):
+    """Refuse anything but a tokenizer, and a config without exactly SERIES's keys."""
+    if not hasattr(tok, "vocab") or not hasattr(tok, "encode"):
+        raise TypeError(f"expected a tokenizer (trace_block.load_tokenizer()), "
+                        f"not {type(tok).__name__}")
     if not isinstance(cfg, dict) or set(cfg) != set(SERIES):
-        have = sorted(cfg) if isinstance(cfg, dict) else type(cfg).__name__
-        raise ValueError(f"config must have exactly the keys {sorted(SERIES)}, not {have}")
+        raise ValueError(f"config must have exactly the keys {sorted(SERIES)}, not {cfg!r:.60}")
 
 
-def check_story(tok, story, max_len):
-    """Refuse a first story the tokenizer cannot encode or the model cannot read, naming
-    corpus.txt and its line 1."""
-    ids = encode_line(tok, story, 1)
-    if len(ids) - 1 > max_len:
-        raise FileProblem(f"{CORPUS_FILE.name} line 1: the first story is {len(ids)} tokens; "
-                          f"the model reads all but the last, and it has {max_len} positions")
-    if len(ids) < 2:
-        raise FileProblem(f"{CORPUS_FILE.name} line 1: the first story is {len(ids)} token; "
-                          f"the trace needs at least 2 (one to read, one to predict)")
+def check_story(ids, max_len):
+    """Refuse a first story the model cannot read, naming corpus.txt's line 1."""
+    if not 2 <= len(ids) <= max_len + 1:
+        raise FileProblem(f"{CORPUS_FILE.name} line 1: the first story is {len(ids)} tokens; the "
+                          f"trace reads all but the last, so it needs from 2 to {max_len + 1}")
 
 
 def check_nudging(p, step, names):
     """Refuse a finite-difference step that is not a positive, finite number, and names that
     are not parameters of p."""
-    if isinstance(step, bool) or not isinstance(step, (int, float)):
-        raise TypeError(f"step must be a number, not {type(step).__name__}")
-    if not 0 < step < math.inf:
+    if type(step) not in (int, float) or not 0 < step < math.inf:
         raise ValueError(f"step must be a positive number, such as 1e-6, not {step!r}")
     model.check_params(p)
-    unknown = [name for name in names or () if name not in p]
-    if isinstance(names, str) or unknown:
+    if isinstance(names, str) or any(name not in p for name in names or ()):
         raise ValueError(f"names must be a list of parameter names, such as ['W1', 'b1'], "
                          f"not {names!r}")
 
 
-def check_tensor(tensor):
-    """Refuse anything but a non-empty vector or matrix."""
-    if not isinstance(tensor, (list, tuple)) or not tensor:
-        raise ValueError(f"expected a non-empty vector or matrix, not {tensor!r:.40}")
-
-
 def check_gradients_fit(grads, numeric):
-    """Refuse two dicts of gradients unless they hold the same names and shapes."""
-    for name, value in (("grads", grads), ("numeric", numeric)):
-        if not isinstance(value, dict):
-            raise TypeError(f"{name} must be a dict of gradients, not {type(value).__name__}")
-    missing = [name for name in numeric if name not in grads]
-    if missing or not numeric:
-        raise ValueError(f"grads lacks {missing}, which numeric holds" if missing else
-                         "numeric holds no gradient to compare")
+    """Refuse two dicts of gradients unless grads holds numeric's names, in its shapes."""
+    if not isinstance(grads, dict) or not isinstance(numeric, dict) or not numeric:
+        raise TypeError("grads and numeric must be dicts of gradients, numeric not empty")
     for name in numeric:
-        if model.shape(grads[name]) != model.shape(numeric[name]):
-            raise ValueError(f"gradient {name} has shape {model.shape(grads[name])} but the "
-                             f"numeric one {model.shape(numeric[name])}")
+        if name not in grads or model.shape(grads[name]) != model.shape(numeric[name]):
+            raise ValueError(f"gradient {name} is missing from grads or has another shape "
+                             f"than the numeric one, {model.shape(numeric[name])}")
 
 
-def check_order_sentences(a, b):
-    """Refuse order sentences of two lengths in tokens: position by position needs one."""
+def check_order_sentences(tok):
+    """Refuse a tokenizer that splits the order sentences into two lengths."""
+    a, b = tok.encode(ORDER_A), tok.encode(ORDER_B)
     if len(a) != len(b):
-        raise ValueError(f"the order sentences must have one length in tokens, "
-                         f"not {len(a)} and {len(b)}")
+        raise FileProblem(f"{TOKENIZER_FILE.name} splits the order sentences into {len(a)} and "
+                          f"{len(b)} tokens; position by position needs one length")
 
 
-def check_lengths(lengths, max_len):
-    """Refuse sequence lengths the model cannot take."""
-    if not lengths or not all(type(T) is int and 1 <= T <= max_len for T in lengths):
-        raise ValueError(f"lengths must be ints from 1 to {max_len}, not {lengths!r}")
-
-
-def check_bar(value, top):
-    """Refuse a bar for something that is not a number of at least 0."""
-    if not (0 <= value < math.inf and 0 <= top < math.inf):
-        raise ValueError(f"a bar needs a value and a top of at least 0, not {value!r} and {top!r}")
-
-
-def check_weight(weight):
-    """Refuse a weight outside 0..1 (nan included): no shade stands for it."""
-    if not 0.0 <= weight <= 1.0:
-        raise ValueError(f"an attention weight lies between 0 and 1, not {weight!r}")
+def check_lengths(lengths):
+    """Refuse sequence lengths the series model cannot take."""
+    if not lengths or not all(type(T) is int and 1 <= T <= SERIES["max_len"] for T in lengths):
+        raise ValueError(f"lengths must be ints from 1 to {SERIES['max_len']}, not {lengths!r}")
 
 
 if __name__ == "__main__":
