@@ -162,8 +162,8 @@ def layernorm_backward(d_y, g, cache):
         d_x = (d_xhat - mean(d_xhat) - xhat · mean(d_xhat · xhat)) / std
                term 1   term 2         term 3
     """
-    check("layernorm_backward(d_y: T d, g: d, xhat: T d, std: T)", d_y, g,
-          *cached(cache, "layernorm_forward", "xhat", "std"))
+    check("layernorm_backward(xhat: T d, std: T, g: d, d_y: T d)",
+          *cached(cache, "layernorm_forward", "xhat", "std"), g, d_y)
     xhat, std = cache["xhat"], cache["std"]
     d = len(g)
     # 3. in the forward pass this was: y = xhat · g + b, row by row
@@ -245,9 +245,9 @@ def attention_forward(p, x):
 def attention_backward(p, cache, d_out):
     """Gradients of attention, given d_out: returns ({"Wq", "Wk", "Wv", "Wo"} gradients, d_x).
     The forward steps 1-5 walked back as 5, 4, 3, 2, 1."""
-    check("attention_backward(d_out: T d, x: T d, weights: T T, Wq: d d, Wk: d d, Wv: d d, "
-          "Wo: d d)", d_out, *cached(cache, "attention_forward", "x", "weights"),
-          *tensors(p, "Wq", "Wk", "Wv", "Wo"))
+    check("attention_backward(x: T d, weights: T T, Wq: d d, Wk: d d, Wv: d d, Wo: d d, "
+          "d_out: T d)", *cached(cache, "attention_forward", "x", "weights"),
+          *tensors(p, "Wq", "Wk", "Wv", "Wo"), d_out)
     x, q, k, v = cache["x"], cache["q"], cache["k"], cache["v"]
     weights, mixed = cache["weights"], cache["mixed"]
     T, sqrt_d = len(x), sqrt(len(x[0]))
@@ -715,8 +715,8 @@ def check_loss(logits, targets):
 def check_backward(p, cache, d_logits):
     """Refuse a cache forward(p, ids) did not return, or d_logits that do not fit it."""
     _, x0, act, made_with = cached(cache, "forward(p, ids)", "ids", "x0", "act", "params")
-    check(f"backward(d_logits: T V, x0: T d, act: T H, {PARAMS_SIGNATURE[11:]}", d_logits, x0,
-          act, *tensors(p, *PARAM_NAMES))
+    check(f"backward({PARAMS_SIGNATURE[11:-1]}, x0: T d, act: T H, d_logits: T V)",
+          *tensors(p, *PARAM_NAMES), x0, act, d_logits)
     if made_with != fingerprint(p):
         raise ValueError("the cache was made by forward with other parameter values: p has "
                          "changed since, so run forward(p, ids) again before backward")

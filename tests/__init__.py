@@ -1,0 +1,66 @@
+"""The lab's own tests, beyond the lesson's twelve (test_model.py), one module per thing:
+
+    test_math.py        the model's math: exact sums, large scores, every gradient, refusals
+    test_mistakes.py    learner mistakes planted in a scratch copy of model.py, each caught
+    test_trace.py       trace_block.py: the recorded trace, its command line, the pictures
+    test_tokenizer.py   bpe.py: training, encoding, tokenizer.json
+    test_files.py       faults: damaged or missing files, writes that fail, a closed output
+    test_readme.py      what the README says and shows
+    test_torch.py       the model against PyTorch (skipped where PyTorch is not installed)
+
+Run them all, with the twelve, from the lab's folder: python3 -m unittest
+"""
+import contextlib
+import io
+import shutil
+import tempfile
+from pathlib import Path
+from unittest import mock
+
+import bpe
+import trace_block
+
+LAB = Path(__file__).resolve().parent.parent
+
+
+def run_main(main, *args):
+    """Run a command line's main() in this process: (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as done:      # argparse: --help, or a usage error
+            code = done.code
+    return code, out.getvalue(), err.getvalue()
+
+
+@contextlib.contextmanager
+def lab_copy(**changed):
+    """The lab's data files copied to a temporary folder, with both command lines pointed at
+    it; changed maps a file's name (dots and dashes as underscores) to the bytes it holds
+    instead, or to None for a missing file. Yields the folder."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for name in ("tokenizer.json", "corpus.txt", "block-trace.json"):
+            key = name.replace(".", "_").replace("-", "_")
+            data = changed[key] if key in changed else (LAB / name).read_bytes()
+            if data is not None:
+                (folder / name).write_bytes(data)
+        with mock.patch.multiple(trace_block, TRACE_FILE=folder / "block-trace.json",
+                                 TOKENIZER_FILE=folder / "tokenizer.json",
+                                 CORPUS_FILE=folder / "corpus.txt"), \
+                mock.patch.multiple(bpe, CORPUS_PATH=str(folder / "corpus.txt"),
+                                    TOKENIZER_PATH=str(folder / "tokenizer.json")):
+            yield folder
+
+
+def scratch_copy(folder, edits=()):
+    """The lab's files copied into folder, each edit (file, old, new) made once in its copy."""
+    for name in ("model.py", "trace_block.py", "bpe.py", "test_model.py", "tokenizer.json",
+                 "corpus.txt", "block-trace.json", "README.md"):
+        shutil.copy(LAB / name, Path(folder) / name)
+    shutil.copytree(LAB / "tests", Path(folder) / "tests", dirs_exist_ok=True)
+    for name, old, new in edits:
+        text = (Path(folder) / name).read_text(encoding="utf-8")
+        assert text.count(old) == 1, f"{name} no longer holds, exactly once: {old!r}"
+        (Path(folder) / name).write_text(text.replace(old, new), encoding="utf-8")
