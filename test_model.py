@@ -99,8 +99,8 @@ BACKWARD_STEPS = [
     ("Wv", "attention_backward steps 4 and 1, from d_mixed"),
     ("Wq", "attention_backward steps 3, 2 and 1: softmax_backward, the scores, the queries"),
     ("Wk", "attention_backward steps 3, 2 and 1: softmax_backward, the scores, the keys"),
-    ("ln1_g", "backward step 2: layernorm_backward (LN1), from d_h1"),
-    ("ln1_b", "backward step 2: layernorm_backward (LN1), from d_h1"),
+    ("ln1_g", "backward step 2: layernorm_backward (LN1), from d_h1, attention_backward's d_x"),
+    ("ln1_b", "backward step 2: layernorm_backward (LN1), from d_h1, attention_backward's d_x"),
     ("pos_emb", "backward step 1: a row per position, from d_x0 (step 2's skip path)"),
     ("tok_emb", "backward step 1: a row per token, the sum over its positions, from d_x0"),
 ]
@@ -133,16 +133,17 @@ def moved(now, then, where=""):
     return f"{where} was {then!r}, is now {now!r}"
 
 
-def slope_errors(module, p, ids, names):
-    """For each name, how far backward()'s gradient along one random unit direction through
-    that tensor (or through the logits, for "d_logits") is from the loss's slope along it,
-    (L(+h) - L(-h)) / 2h with h = 1e-6. Ids[:-1] are read, ids[1:] predicted."""
+def slope_errors(module, p, ids):
+    """For each gradient of BACKWARD_STEPS, in that order: (name, how far backward()'s slope
+    along one random unit direction through that tensor, or through the logits for d_logits,
+    is from the loss's, (L(+h) - L(-h)) / 2h with h = 1e-6). Ids[:-1] are read, ids[1:]
+    predicted. A generator: a caller can stop at the first that is wrong."""
     x, y, h = ids[:-1], ids[1:], trace_block.STEP
     logits, cache = module.forward(p, x)
     d_logits = module.loss_and_dlogits(logits, y)[1]
     grads = {"d_logits": d_logits, **module.backward(p, cache, d_logits)}
-    rng, errors = random.Random(1), {}
-    for name in names:
+    rng = random.Random(1)
+    for name, _ in BACKWARD_STEPS:
         point = logits if name == "d_logits" else p[name]
         rows = point if isinstance(point[0], list) else [point]
         u = [[rng.gauss(0, 1) for _ in row] for row in rows]
@@ -152,35 +153,40 @@ def slope_errors(module, p, ids, names):
         along = math.fsum(g * v for g_row, u_row in zip(g_rows, u) for g, v in zip(g_row, u_row))
 
         def loss(sign):
-            moved_rows = [[a + sign * h * v for a, v in zip(row, u_row)] for row, u_row in zip(rows, u)]
+            nudged = [[a + sign * h * v for a, v in zip(row, u_row)] for row, u_row in zip(rows, u)]
             if name == "d_logits":
-                return module.loss_and_dlogits(moved_rows, y)[0]
-            value = moved_rows if isinstance(point[0], list) else moved_rows[0]
+                return module.loss_and_dlogits(nudged, y)[0]
+            value = nudged if isinstance(point[0], list) else nudged[0]
             return module.loss_and_dlogits(module.forward({**p, name: value}, x)[0], y)[0]
-        slope = (loss(1) - loss(-1)) / (2 * h)
-        errors[name] = abs(slope - along)
-    return errors
+        yield name, abs((loss(1) - loss(-1)) / (2 * h) - along)
 
 
 def first_wrong_gradient(errors, bound):
-    """The first of BACKWARD_STEPS whose error is not below bound, in words, or None."""
-    return next((f"{name}, made in {where}: error {errors[name]:.2g}"
-                 for name, where in BACKWARD_STEPS if name in errors
-                 and not errors[name] < bound), None)
+    """The first gradient in backward order whose error is not below bound, in words, or None.
+    errors: a dict of name -> error, or (name, error) pairs in backward order."""
+    if isinstance(errors, dict):
+        errors = [(name, errors[name]) for name, _ in BACKWARD_STEPS if name in errors]
+    made_in = dict(BACKWARD_STEPS)
+    return next((f"{name}, made in {made_in[name]}: error {error:.2g}"
+                 for name, error in errors if not error < bound), None)
+
+
+@lru_cache(maxsize=None)
+def recorded_steps():
+    """tests/steps.json: what the model computed on fixed IDs, step by step, when recorded."""
+    return json.loads((HERE / "tests" / "steps.json").read_text(encoding="utf-8"))
 
 
 def where_it_departs(module=model):
     """Where the computation first departs: the first forward step that moved from the
     recorded steps, else the first gradient that disagrees with finite differences."""
-    recorded = json.loads((HERE / "tests" / "steps.json").read_text(encoding="utf-8"))
+    recorded = recorded_steps()
     found = forward_steps(module, tiny(module), recorded["ids"])
     for name, where in FORWARD_STEPS:
         change = moved(found.get(name), recorded["forward"][name], name)
         if change and name in found:
             return f"Forward departs first at {where}. {change}"
-    wrong = first_wrong_gradient(
-        slope_errors(module, tiny(module), recorded["ids"], [n for n, _ in BACKWARD_STEPS]),
-        TOLERANCE)
+    wrong = first_wrong_gradient(slope_errors(module, tiny(module), recorded["ids"]), TOLERANCE)
     return (f"Forward is unchanged; the first gradient, in backward order, that disagrees "
             f"with finite differences (along a random direction): {wrong}." if wrong
             else "Forward and backward are unchanged on the small copy: the change is elsewhere.")
@@ -215,8 +221,7 @@ class Mechanism(unittest.TestCase):
                       f"order that disagrees with finite differences: {wrong}; the worst entry "
                       f"is {report['worst']}")
         self.assertLess(report["max_rel_error"], 1e-5)
-        wrong = first_wrong_gradient(slope_errors(model, tiny(), REPEATED, model.PARAM_NAMES),
-                                     TOLERANCE)
+        wrong = first_wrong_gradient(slope_errors(model, tiny(), REPEATED), TOLERANCE)
         if wrong:
             self.fail(f"on the IDs {REPEATED}, where tokens 7 and 89 repeat, the first gradient "
                       f"in backward order that disagrees with finite differences along a "

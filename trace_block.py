@@ -471,15 +471,23 @@ def show_gaps(p, tok):
     for t, (a, b, g0, g1) in enumerate(zip(tokens_a, tokens_b, without, with_)):
         print(f"{t:>3}  {bpe.shown(a):<{w}} / {bpe.shown(b):<{w}}"
               f"  │{bar(g0, top)} {figure(g0):<9}│{bar(g1, top)} {figure(g1)}")
+    print(caption(gaps_caption(without, with_)))
+
+
+def gaps_caption(without, with_):
+    """What the gap picture shows, read off its numbers.
+
+    >>> gaps_caption([0.0, 0.3, 0.1], [0.0, 0.2, 0.01])[:57]
+    "without positions the last position's gap is 0.1, not 0.0"
+    """
     same = [str(t) for t, gap in enumerate(without[:-1]) if gap == 0.0]
-    print(caption(
-        ("without positions the last position's gap is exactly 0.0: both sentences hold the same "
-         "tokens and every sum is correctly rounded (math.fsum), so their order is invisible "
-         "there" if without[-1] == 0.0 else f"without positions the last position's gap is "
-         f"{figure(without[-1])}, not 0.0: something sees the order without positions")
-        + (f"; position(s) {', '.join(same)}: 0.0 too, the same tokens so far" if same else "")
-        + (f"; with positions the last one differs too, by {figure(with_[-1])}."
-           if with_[-1] > 0 else "; with positions the last gap is still 0.0.")))
+    return (("without positions the last position's gap is exactly 0.0: both sentences hold "
+             "the same tokens and every sum is correctly rounded (math.fsum), so their order is "
+             "invisible there" if without[-1] == 0.0 else f"without positions the last "
+             f"position's gap is {figure(without[-1])}, not 0.0: something sees the order")
+            + (f"; position(s) {', '.join(same)}: 0.0 too, the same tokens so far" if same else "")
+            + (f"; with positions the last one differs too, by {figure(with_[-1])}."
+               if with_[-1] > 0 else "; with positions the last gap is still 0.0."))
 
 
 def show_attention(p, tok):
@@ -498,11 +506,19 @@ def show_attention(p, tok):
         seen = row[:i + 1]
         print(f"{i:>3}  {bpe.shown(token):<{w}}│{''.join(map(cell, row))}│ "
               f"{math.fsum(row):.4f}  {1 / (i + 1):.4f}  {min(seen):.4f}  {max(seen):.4f}")
+    print(caption(attention_caption(weights)))
+
+
+def attention_caption(weights):
+    """What the attention grid shows, read off its weights.
+
+    >>> attention_caption([[1.0, 0.0], [0.0, 1.0]])[-63:]
+    'some weights a row can see are exactly 0 (compare min and max).'
+    """
     ahead = [(i, j) for i, row in enumerate(weights) for j, x in enumerate(row) if j > i and x]
     spread = max(max(row[:i + 1]) / min(row[:i + 1]) if min(row[:i + 1]) > 0 else math.inf
                  for i, row in enumerate(weights))
-    print(caption(
-        (f"{len(ahead)} cells above the diagonal carry weight (row {ahead[0][0]} gives "
+    return ((f"{len(ahead)} cells above the diagonal carry weight (row {ahead[0][0]} gives "
          f"{weights[ahead[0][0]][ahead[0][1]]:.4f} to the later column {ahead[0][1]}): the causal "
          f"mask leaks, and a position sees tokens that come after it" if ahead else
          f"every cell above the diagonal is {MASKED}, a weight of exactly 0: no position looks "
@@ -511,7 +527,7 @@ def show_attention(p, tok):
            math.inf else "; each row's weights are nearly uniform over the positions it sees, "
            "about 1/(i+1) each (compare min and max): the weights start small and random, and "
            "training has not yet taught the model where to look." if spread < 1.5 else
-           f"; within a row the weights differ by up to {spread:.1f} times (min and max).")))
+           f"; within a row the weights differ by up to {spread:.1f} times (min and max)."))
 
 
 def show():
@@ -531,19 +547,23 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         description="Run the one-block transformer on real text. With no flag: the figures the "
                     "lesson talks about, and whether block-trace.json still holds them.",
-        allow_abbrev=False)
+        epilog="examples:\n" + "\n".join(f"  python3 trace_block.py {flag:8} # {text}" for flag, text in (
+            ("", "the figures, and is block-trace.json up to date?"), ("--json", "the whole trace"),
+            ("--check", "exit 1, naming what moved, if block-trace.json is out of date"),
+            ("--write", "record a fresh trace after a deliberate change"),
+            ("--show", "the position experiment and the attention weights, drawn"),
+            ("--time", "how long one training step takes"))),
+        formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     action = parser.add_mutually_exclusive_group()
     for flag, text in (("--json", "print the whole trace, as block-trace.json holds it"),
                        ("--check", "exit 1 if block-trace.json differs from a fresh trace, "
                                    "naming each figure that moved (old -> new)"),
-                       ("--write", "rewrite block-trace.json from a fresh trace, after you "
-                                   "change the lab on purpose"),
+                       ("--write", "rewrite block-trace.json from a fresh trace"),
                        ("--show", "draw the position experiment (a bar per position) and the "
                                   "attention weights (a shaded grid)"),
                        ("--time", "time one training step at T = 8, 16, 32 and 64 tokens "
                                   "(the median of 9)")):
-        action.add_argument(flag, action="store_true",
-                            help=f"{text}: python3 trace_block.py {flag}")
+        action.add_argument(flag, action="store_true", help=text)
     args = parser.parse_args(argv)
     return bpe.run_reporting_problems(lambda: run(args))
 

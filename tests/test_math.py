@@ -67,8 +67,9 @@ class ExactSumTests(unittest.TestCase):
         self.assertEqual((math.fsum(TRAP), math.fsum(TRAP3), exact(TRAP)), (ROUNDED_ONCE,) * 3)
         self.assertEqual(model.matmul([TRAP], [[1.0]] * 4), [[ROUNDED_ONCE]])
         # a row holding 0.0 takes the speed section's path, which leaves out its zeros
-        with_zeros = [1.0, 0.0, 2.0 ** -54, 2.0 ** -54, 0.0, 2.0 ** -106]
-        self.assertEqual(model.matmul([with_zeros], [[1.0]] * 6), [[ROUNDED_ONCE]])
+        for with_zeros in ([1.0, 0.0, 2.0 ** -54, 2.0 ** -54, 0.0, 2.0 ** -106],   # scattered
+                           [0.0, 0.0, 1.0, 2.0 ** -54, 2.0 ** -54, 2.0 ** -106]):  # one run
+            self.assertEqual(model.matmul([with_zeros], [[1.0]] * 6), [[ROUNDED_ONCE]])
         self.assertEqual(model.matmul([[1.0] * 4], [[t] for t in TRAP]), [[ROUNDED_ONCE]])
         self.assertEqual(model.add(*[[[t]] for t in TRAP3]), [[ROUNDED_ONCE]])
         self.assertEqual(model.column_sums([[t, 2 * t] for t in TRAP]),
@@ -77,6 +78,8 @@ class ExactSumTests(unittest.TestCase):
                          [[ROUNDED_ONCE + 0.5, -ROUNDED_ONCE]])
         d_x, d_W, d_b = model.linear_backward([TRAP], [[1.0, 2.0, 3.0, 4.0]], [[1.0] * 4] * 4)
         self.assertEqual((d_x, d_b), ([[ROUNDED_ONCE] * 4], TRAP))
+        d_pre, _, _ = model.linear_relu_backward([TRAP], [[1.0, 0.0]], [[1.0] * 4] * 2)
+        self.assertEqual(d_pre, [[ROUNDED_ONCE, 0.0]])
 
     def test_softmax_and_its_backward(self):
         e = [1.0, math.exp(-X1), math.exp(-X2)]
@@ -96,12 +99,22 @@ class ExactSumTests(unittest.TestCase):
             centred = [v - exact(row) / 8 for v in row]
             self.assertEqual(s, math.sqrt(exact(c * c for c in centred) / 8 + model.EPS))
             self.assertEqual(y_row, [c / s * gj + bj for c, gj, bj in zip(centred, g, b)])
+        # rows whose squares overflow: their std comes from the row scaled down by 2**k
+        huge = [[v * 2.0 ** 600 for v in rows[1]], [-1.5 * 2.0 ** 616, 1.5 * 2.0 ** 616,
+                2.0 ** 593, 2.0 ** 539, 2.0 ** 539, 2.0 ** 487, 2.0 ** 614, -2.0 ** 614]]
+        for row, s in zip(huge, model.layernorm_forward(huge, g, b)[1]["std"]):
+            centred = [v - exact(row) / 8 for v in row]
+            scale = 2.0 ** math.frexp(max(map(abs, centred)))[1]
+            scaled = [c / scale for c in centred]
+            self.assertEqual(s, scale * math.sqrt(exact(v * v for v in scaled) / 8
+                                                  + model.EPS / scale / scale))
         # backward: xhat is exactly ±1, so d_g, the means and the three terms are traps
         signs = [(-1) ** j for j in range(8)]
         _, cache = model.layernorm_forward([[2.0 ** 26 * s for s in signs]] * 4, [1.0] * 8,
                                            [0.0] * 8)
         three = [1.0, -2.0 ** -51, -1.0, 2.0 ** -104, -2.0 ** -51, 0.0, -2.0 ** -104, 0.0]
-        for d_y in ([[t * s for s in signs] for t in TRAP], [TRAP + [0.0] * 4] * 4, [three] * 4):
+        rows = [TRAP + [0.0] * 4, [t * s for t, s in zip(TRAP + [0.0] * 4, signs)]]
+        for d_y in ([[t * s for s in signs] for t in TRAP], rows + rows, [three] * 4):
             d_x, d_g, d_b = model.layernorm_backward(d_y, [1.0] * 8, cache)
             self.assertEqual(d_g, [dot(col, xcol) for col, xcol in zip(zip(*d_y), zip(*cache["xhat"]))])
             self.assertEqual(d_b, [exact(col) for col in zip(*d_y)])
@@ -206,6 +219,13 @@ class GradientTests(unittest.TestCase):
             slope = (model.sequence_loss(moved(1), x, y) - model.sequence_loss(moved(-1), x, y)) / (2 * h)
             with self.subTest(case=case):
                 self.assertLess(abs(slope - along) / abs(slope), 1e-6)
+
+    def test_forward_takes_every_length_from_1_to_its_positions(self):
+        p = tiny()
+        for T in range(1, len(p["pos_emb"]) + 1):
+            logits, cache = model.forward(p, [7] * T)
+            model.backward(p, cache, model.loss_and_dlogits(logits, [7] * T)[1])
+            self.assertEqual(len(logits), T)
 
     def test_a_nudge_across_a_relu_kink_is_reported_not_failed(self):
         p, ids = tiny(), ball()

@@ -1,0 +1,184 @@
+"""bpe.py: the BPE steps, the two training loops side by side, encoding and decoding, and the
+lab's corpus.txt and tokenizer.json."""
+import doctest
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+import bpe
+from test_model import tokenizer
+from tests import LAB, run_main
+
+FIRST_STORY = ("mia has a red hat. mia goes to the garden. at the garden, mia gives the hat "
+               "to ava. now ava has the red hat.")
+# `python3 bpe.py --write` on a copy whose tokenizer.json is stale, run as a maintainer runs it,
+# in a process of its own: started when this module is loaded, so that it goes on meanwhile.
+COPY = tempfile.TemporaryDirectory()
+for _name in ("bpe.py", "corpus.txt"):
+    (Path(COPY.name) / _name).write_bytes((LAB / _name).read_bytes())
+(Path(COPY.name) / "tokenizer.json").write_text("stale\n")
+WRITE = subprocess.Popen([sys.executable, "bpe.py", "--write"], cwd=COPY.name,
+                         env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def load_tests(loader, tests, pattern):
+    tests.addTests(doctest.DocTestSuite(bpe))
+    return tests
+
+
+class TrainingTests(unittest.TestCase):
+
+    def test_the_textbook_example_aaabdaaabac(self):
+        tok = bpe.Tokenizer.train("aaabdaaabac", 7)
+        self.assertEqual(tok.vocab, ["a", "b", "c", "d", "aa", "ab", "aaab"])
+        self.assertEqual(tok.encode("aaabdaaabac"), [6, 3, 6, 0, 2])
+
+    def test_a_tie_goes_to_the_pair_with_the_smallest_left_then_right_id(self):
+        for text, size, merges, counts in (
+                ("aaabdaaabac", 6, [(0, 0), (0, 1)], [4, 2]),  # ("aa","a") = (4,0) ties (0,1)
+                ("cdab", 5, [(0, 1)], [1]),                    # (0, 1) comes last, and wins
+                ("acab", 4, [(0, 1)], [1])):                   # left ids tie: right decides
+            with self.subTest(text=text):
+                self.assertEqual(bpe.learn_merges(text, size)[1:], (merges, counts))
+
+    def test_the_fast_and_the_plain_training_loops_learn_the_same_merges(self):
+        cases = [bpe.read_corpus(LAB / "corpus.txt"), "aaabdaaabac", "abab abab abab", "a",
+                 "aaaa aaaa", "ab ba ab ba", "the cat. the hat.\n" * 3, "aaa aa a", "cdab"]
+        for text in cases:
+            size = min(96, len(set(text)) + 6)
+            with self.subTest(text=text[:20]):
+                try:
+                    plain = bpe.learn_merges_plainly(text, size)
+                except ValueError as refusal:               # a text with too few pairs
+                    with self.assertRaisesRegex(ValueError, str(refusal)):
+                        bpe.learn_merges(text, size)
+                    continue
+                self.assertEqual(bpe.learn_merges(text, size), plain)
+
+    def test_encode_applies_merges_in_the_order_they_were_learned(self):
+        ab_first = bpe.Tokenizer(["a", "b", "c", "ab", "bc"], [("a", "b"), ("b", "c")])
+        bc_first = bpe.Tokenizer(["a", "b", "c", "bc", "ab"], [("b", "c"), ("a", "b")])
+        self.assertEqual((ab_first.tokens("abc"), bc_first.tokens("abc")),
+                         (["ab", "c"], ["a", "bc"]))
+
+    def test_chunks_cover_the_text_and_every_token_lies_in_one(self):
+        corpus = bpe.read_corpus(LAB / "corpus.txt")
+        for text in (corpus, "", " ", "   ", "\n\n", "a  b", " .,\n x ", "mia, hat.\n"):
+            with self.subTest(text=text[:30]):
+                self.assertEqual("".join(bpe.split_chunks(text)), text)
+        self.assertEqual([t for t in tokenizer().vocab if bpe.split_chunks(t) != [t]], [])
+
+    def test_decode_gives_back_the_text(self):
+        tok = tokenizer()
+        for text in ("", "m", ".", "\n", "    ", " \n  \n\n   ", "mia  has   a red hat .\n\n",
+                     ",.,. ,", FIRST_STORY + "\n", bpe.read_corpus(LAB / "corpus.txt")[:3000]):
+            with self.subTest(text=text[:30]):
+                self.assertEqual(tok.decode(tok.encode(text)), text)
+
+
+class TheLabsTokenizerTests(unittest.TestCase):
+
+    def test_the_corpus_and_the_sentences_of_the_spec(self):
+        corpus, tok = bpe.read_corpus(LAB / "corpus.txt"), tokenizer()
+        stories = corpus[:-1].split("\n")
+        self.assertEqual(stories[0], FIRST_STORY)
+        self.assertEqual([s for s in stories if not s.endswith(".") or s != s.lower()], [])
+        self.assertEqual(tok.vocab[:tok.alphabet_size], sorted(set(corpus)))
+        self.assertEqual(len(tok.vocab), 96)
+        self.assertEqual(len(tok.encode(FIRST_STORY + "\n")), 37)
+        a = tok.tokens("now mia gives the hat to leo.")
+        self.assertEqual(a, ["n", "ow", " mia", " gives", " the", " hat", " to", " leo", "."])
+        self.assertEqual(tok.tokens("now leo gives the hat to mia."),
+                         [{" mia": " leo", " leo": " mia"}.get(t, t) for t in a])
+        hat, ball = tok.tokens("mia has a red hat."), tok.tokens("mia has a red ball.")
+        self.assertEqual((hat[:4], ball[:4]), (["mia", " has", " a", " red"],) * 2)
+        self.assertNotEqual(ball[4], hat[4])
+        self.assertLessEqual(len(ball), 9)
+
+    def test_retraining_writes_tokenizer_json_byte_for_byte(self):
+        out, err = WRITE.communicate(timeout=120)
+        self.assertEqual(WRITE.returncode, 0, err)
+        self.assertEqual((Path(COPY.name) / "tokenizer.json").read_bytes(),
+                         (LAB / "tokenizer.json").read_bytes())
+        self.assertEqual(run_main(bpe.main, "--check")[0], 0)
+
+    def test_check_says_what_is_stale_or_missing_and_the_command_that_fixes_it(self):
+        tok = tokenizer()
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "tokenizer.json")
+            bpe.Tokenizer(tok.vocab[:-1], tok.merges[:-1]).save(path)         # one short
+            for where, words in ((path, f"line 99 is '    {json.dumps(tok.vocab[94])}: 94' on disk"),
+                                 (os.path.join(tmp, "none.json"), "none.json is missing")):
+                code, out, _ = run_main(lambda args: bpe.check(None, where))
+                self.assertEqual(code, 1)
+                self.assertIn(words, out)
+                self.assertIn("python3 bpe.py --write", out)
+
+    def test_the_demo_prints_the_lines_pasted_at_the_end_of_bpe_py(self):
+        source = (LAB / "bpe.py").read_text(encoding="utf-8")
+        pasted = [line[6:] for line in source[source.index("# What `python3 bpe.py` prints"):]
+                  .splitlines() if line.startswith("#     ") and line != "#     ..."]
+        code, out, _ = run_main(bpe.main)
+        self.assertEqual((code, [line for line in pasted if line not in out.splitlines()]), (0, []))
+        self.assertGreaterEqual(len(pasted), 2)
+
+    def test_load_refuses_a_file_that_is_not_a_tokenizer(self):
+        data = json.loads((LAB / "tokenizer.json").read_text(encoding="utf-8"))
+        vocab, merges, last = data["vocab"], data["merges"], tokenizer().vocab[-1]
+        A = tokenizer().alphabet_size
+        rows = [
+            *[(f"not JSON: {text!r}", text, "is not plain JSON") for text in ("", "vocab: 96")],
+            ("nested too deep", "[" * 100_000, "nested too deep"),
+            ("a key twice", '{"version": 1, "version": 1}', "'version' appears twice"),
+            ("a number of 5,000 digits", '{"version": ' + "1" * 5000 + "}", "too long"),
+            ("a float beyond the largest", '{"version": 1e999}', "too large"),
+            ("NaN", '{"version": NaN}', "not a number"),
+            ("a list", [], "expected a JSON object"),
+            *[(f"{field} missing", {k: v for k, v in data.items() if k != field}, "fields")
+              for field in bpe.FIELDS],
+            ("version 2", {**data, "version": 2}, "version 2 is not supported"),
+            ("version a bool", {**data, "version": True}, "'version' must be a JSON int"),
+            ("a pattern with a group", {**data, "pattern": "( ?\\w+)"}, "a capturing group"),
+            ("a merge part not in vocab", {**data, "merges": [["Q", "t"]] + merges[1:]},
+             "uses 'Q', which is not a token made before it"),
+            ("the first two merges swapped", {**data, "merges": [merges[1], merges[0]] + merges[2:]},
+             f"merge 0 .* must make token {A}|not a token made before it"),
+            *[(f"vocab ids with {case}", {**data, "vocab": bad}, "vocab ids must be the integers")
+              for case, bad in (("a gap", {**vocab, last: 96}), ("an id twice", {**vocab, last: 94}),
+                                ("a string", {**vocab, last: "95"}))],
+            ("a merge of three parts", {**data, "merges": [merges[0] + [""]] + merges[1:]},
+             "merge 0 must be a"),
+        ]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "tokenizer.json"
+            for case, content, message in rows:
+                path.write_text(content if isinstance(content, str) else json.dumps(content),
+                                encoding="utf-8")
+                with self.subTest(case=case), self.assertRaisesRegex((TypeError, ValueError), message):
+                    bpe.Tokenizer.load(path)
+
+    def test_refusals_of_the_bpe_steps(self):
+        tok = tokenizer()
+        for case, call, exception, message in (
+                ("merge of a list", lambda: bpe.merge([1, 2], [1, 2], 4), TypeError, "a tuple"),
+                ("best_pair of nothing", lambda: bpe.best_pair({}), ValueError, "no pair left"),
+                ("a pattern that skips text", lambda: bpe.Tokenizer.train("ab, ab", 5, r"\w+"),
+                 ValueError, "skips ', ab' at position 2"),
+                ("below the alphabet", lambda: bpe.Tokenizer.train("abc", 2), ValueError,
+                 "smaller than the base alphabet"),
+                ("past what the text reaches", lambda: bpe.Tokenizer.train("ab ab", 6),
+                 ValueError, "no pair left to merge"),
+                ("bytes", lambda: bpe.Tokenizer.train(b"abc", 3), TypeError, "a str"),
+                ("a size of True", lambda: bpe.Tokenizer.train("abc", True), TypeError, "an int"),
+                ("encode 'Mia'", lambda: tok.encode("Mia"), ValueError, "'M' at position 0"),
+                ("encode bytes", lambda: tok.encode(b"mia"), TypeError, "encode takes a str"),
+                ("decode 96", lambda: tok.decode([0, 96]), ValueError, "outside the vocabulary"),
+                ("decode True", lambda: tok.decode([True]), TypeError, "int token ids"),
+                ("a Tokenizer of a str", lambda: bpe.Tokenizer("abc", []), TypeError, "lists")):
+            with self.subTest(case=case), self.assertRaisesRegex(exception, message):
+                call()
