@@ -280,9 +280,10 @@ class Mechanism(unittest.TestCase):
         hat = model.forward(p, tok.encode("mia has a red hat."))[0]
         ball_logits = model.forward(p, tok.encode("mia has a red ball."))[0]
         seen = [t for t in range(4) if hat[t] != ball_logits[t]]
-        self.assertEqual(seen, [], f"position {seen[:1]}'s scores changed when only position "
-                                   f"4's token did: attention lets a position see a later one "
-                                   f"(attention_forward step 2, the causal mask)")
+        if seen:
+            self.fail(f"position {seen[0]}'s scores changed when only position 4's token did: "
+                      f"attention lets a position see a later one (attention_forward step 2, "
+                      f"the causal mask)")
         self.assertNotEqual(hat[4], ball_logits[4], "position 4 holds another token but gets "
                                                     "the same scores")
 

@@ -295,7 +295,9 @@ def summary(figures):
     return [
         f"the first story of corpus.txt, {figures['story_tokens']} tokens:",
         f"  {figures['story'].strip()}",
-        f"parameters            {figures['parameter_count']:,}  ({figures['series_config']})",
+        f"parameters            {figures['parameter_count']:,} (d {figures['series_config']['d']}, "
+        f"hidden {figures['series_config']['hidden']}, {figures['series_config']['max_len']} "
+        f"positions, seed {figures['series_config']['seed']})",
         f"shapes (T = {figures['shapes']['x0'][0]})       {shapes}",
         f"initial loss          {figures['initial_loss']}, against ln {figures['vocab_size']} = "
         f"{figures['uniform_loss']} for a model that knows nothing",
@@ -322,17 +324,18 @@ def check(path=None, figures=None):
     path = Path(TRACE_FILE if path is None else path)
     if not path.exists():
         return False, f"{path.name} is missing. Run: python3 trace_block.py --write"
-    recorded = bpe.read_text(path) if path.stat().st_size < 1_000_000 else None
     fresh = to_json(trace() if figures is None else figures)
-    if recorded == fresh:
+    if path.stat().st_size > 1_000_000:
+        lines = ["it holds more than 1,000,000 bytes: it is not a trace"]
+    elif path.read_bytes() == fresh.encode("utf-8"):
         return True, f"{path.name} is up to date."
-    try:
-        lines = differences(bpe.read_json(path), json.loads(fresh)) if recorded else [
-            "it holds more than 1,000,000 bytes: it is not a trace"]
-    except FileProblem as problem:
-        lines = [str(problem).replace(str(path), "the file")]
-    lines = lines or [("its line ends are \\r\\n (Windows); the trace is written with \\n" if
-                       "\r" in recorded else "the figures agree, but the layout differs")]
+    else:
+        try:
+            lines = differences(bpe.read_json(path), json.loads(fresh)) or [
+                "its line ends are \\r\\n (Windows); the trace is written with \\n"
+                if b"\r" in path.read_bytes() else "the figures agree, but the layout differs"]
+        except FileProblem as problem:
+            lines = [str(problem).replace(str(path), "the file")]
     return False, "\n".join([f"{path.name} is out of date:"] + ["  " + s for s in lines]
                             + [AFTER_A_CHANGE])
 

@@ -1,0 +1,77 @@
+"""What README.md says is true: its excerpts of output are what the commands print, its
+figures are the lab's, the tests and commands it names exist, and its training loop runs."""
+import contextlib
+import io
+import json
+import os
+import re
+import statistics
+import unittest
+
+import model
+import test_model
+import trace_block
+from test_model import series, tokenizer
+from tests import LAB
+
+README = (LAB / "README.md").read_text(encoding="utf-8")
+PROSE = " ".join(README.split())        # line breaks fall anywhere in the README's prose
+
+
+def printed(function, *args):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        function(*args)
+    return out.getvalue()
+
+
+class ReadmeTests(unittest.TestCase):
+
+    def test_each_excerpt_of_output_is_what_its_command_prints(self):
+        recorded = json.loads((LAB / "block-trace.json").read_text(encoding="utf-8"))
+        prints = {"python3 trace_block.py": "\n".join(trace_block.summary(recorded)),
+                  "python3 trace_block.py --show": printed(trace_block.show)}
+        excerpts = re.findall(r"<!-- output: (.+?) -->\n```\n(.*?)```", README, re.S)
+        self.assertEqual(sorted(command for command, _ in excerpts), sorted(prints))
+        for command, excerpt in excerpts:
+            with self.subTest(command=command):
+                lines = prints[command].splitlines()
+                self.assertEqual([line for line in excerpt.splitlines() if line not in lines], [])
+
+    def test_its_figures_are_the_lab_s(self):
+        t = json.loads((LAB / "block-trace.json").read_text(encoding="utf-8"))
+        x0, logits = (model.forward(series(), tokenizer().encode(t["story"])[:-1])[i] for i in (1, 0))
+        row0 = x0["x0"][0]
+        spread = statistics.pstdev([v for row in logits for v in row])
+        for phrase in (f"{t['story_tokens']} story tokens, T = {t['shapes']['x0'][0]}",
+                       f"Initial loss {t['initial_loss']}, against ln 96 = {t['uniform_loss']}",
+                       f"variance {t['layernorm_row0']['variance']}",
+                       f"**{t['parameter_count']:,}**", f"{model.count_params(test_model.tiny()):,}",
+                       f"its gap is {t['order_test']['last_logit_gap_with_positions']}",
+                       f"({statistics.pvariance(row0):.5f}, two gauss(0, 0.02) rows added)",
+                       f"their spread is about {spread:.2f}"):
+            with self.subTest(phrase=phrase):
+                self.assertIn(phrase, PROSE)
+
+    def test_the_tests_and_commands_it_names_exist(self):
+        named = set(re.findall(r"`(test_\w+)`", README))
+        self.assertGreaterEqual(len(named), 3)
+        self.assertEqual(named - set(dir(test_model.Mechanism)) - set(dir(test_model.Recorded))
+                         - set(dir(test_model.FailureCases)), set())
+        for flag in set(re.findall(r"trace_block\.py (--\w+)", README)):
+            self.assertIn(flag, ("--json", "--check", "--write", "--show", "--time"))
+
+    def test_the_training_loop_runs_as_it_stands(self):
+        """The README's loop, taken from its text, at a small size: 4 steps of 8 tokens."""
+        loop = re.search(r"```python\n(.*?)```", README, re.S).group(1)
+        for size in ("300, 32, 0.5", "step % 50 == 0"):
+            self.assertEqual(loop.count(size), 1, f"the loop no longer holds {size!r}")
+        loop = loop.replace("300, 32, 0.5", "4, 8, 0.5").replace("step % 50 == 0", "step % 2 == 0")
+        self.assertLessEqual(len(loop.strip().splitlines()), 16)
+        here = os.getcwd()
+        try:
+            os.chdir(LAB)
+            out = printed(exec, loop, {"__name__": "readme_loop"})
+        finally:
+            os.chdir(here)
+        self.assertEqual([line.split(":")[0] for line in out.splitlines()], ["step 2", "step 4"])

@@ -1,0 +1,74 @@
+"""The model against PyTorch: the same model written with torch's own layers (float64, its
+layer_norm, softmax and cross_entropy, autograd for the gradients), fed the lab's parameters.
+Logits, loss and all 18 gradients must agree to within 1e-12: both sides compute in float64, so
+they differ only by rounding (math.fsum against torch's sums), far below 1e-12, where a real
+mistake shows many orders of magnitude above it. Skipped where PyTorch is not installed."""
+import math
+import random
+import unittest
+import warnings
+
+import model
+from trace_block import SERIES, TINY
+
+try:
+    with warnings.catch_warnings():     # a CPU wheel without numpy warns on import; harmless
+        warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+        import torch
+except ImportError:
+    torch = None
+
+TOLERANCE = 1e-12
+
+
+def torch_reference(params, ids, targets, use_positions=True):
+    """(logits, loss, grads) of the model written with torch's layers, as float64 tensors."""
+    F = torch.nn.functional
+    P = {n: torch.tensor(params[n], dtype=torch.float64, requires_grad=True) for n in params}
+    T, d = len(ids), len(params["Wq"])
+    x0 = P["tok_emb"][torch.tensor(ids)] + (P["pos_emb"][:T] if use_positions else 0)
+    h1 = F.layer_norm(x0, (d,), P["ln1_g"], P["ln1_b"], eps=1e-5)
+    scores = (h1 @ P["Wq"]) @ (h1 @ P["Wk"]).T / math.sqrt(d)
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)    # j > i: masked
+    x1 = x0 + (F.softmax(scores.masked_fill(future, float("-inf")), dim=-1) @ (h1 @ P["Wv"])) @ P["Wo"]
+    h2 = F.layer_norm(x1, (d,), P["ln2_g"], P["ln2_b"], eps=1e-5)
+    x2 = x1 + F.relu(h2 @ P["W1"] + P["b1"]) @ P["W2"] + P["b2"]
+    logits = F.layer_norm(x2, (d,), P["lnf_g"], P["lnf_b"], eps=1e-5) @ P["W_out"] + P["b_out"]
+    loss = F.cross_entropy(logits, torch.tensor(targets))
+    loss.backward()
+    return logits.detach(), loss.item(), {n: t.grad if t.grad is not None else torch.zeros_like(t)
+                                          for n, t in P.items()}
+
+
+@unittest.skipIf(torch is None, "PyTorch is not installed: pip install torch to run this comparison")
+class TorchTests(unittest.TestCase):
+
+    def assert_matches_torch(self, cfg, T, use_positions=True):
+        p = model.init_params(96, cfg["d"], cfg["hidden"], cfg["max_len"], cfg["seed"])
+        rng = random.Random(0)
+        tokens = [rng.randrange(96) for _ in range(T + 1)]
+        logits, cache = model.forward(p, tokens[:-1], use_positions)
+        loss, d_logits = model.loss_and_dlogits(logits, tokens[1:])
+        grads = model.backward(p, cache, d_logits)
+        t_logits, t_loss, t_grads = torch_reference(p, tokens[:-1], tokens[1:], use_positions)
+        gaps = {"logits": (torch.tensor(logits, dtype=torch.float64) - t_logits).abs().max().item(),
+                "loss": abs(loss - t_loss)}
+        for name in model.PARAM_NAMES:
+            lab = torch.tensor(grads[name], dtype=torch.float64)
+            self.assertEqual(lab.shape, t_grads[name].shape, name)
+            gaps[name] = (lab - t_grads[name]).abs().max().item()
+        for name, gap in gaps.items():
+            with self.subTest(tensor=name, T=T, d=cfg["d"], use_positions=use_positions):
+                self.assertLessEqual(gap, TOLERANCE, f"{name}: largest |lab - torch| = {gap:.3e}")
+        return grads
+
+    def test_the_series_model_at_64_positions_and_at_1(self):
+        self.assert_matches_torch(SERIES, T=64)
+        self.assert_matches_torch(SERIES, T=1)
+
+    def test_the_small_copy(self):
+        self.assert_matches_torch(TINY, T=8)
+
+    def test_without_positions_and_pos_emb_s_gradient_all_zero(self):
+        grads = self.assert_matches_torch(SERIES, T=64, use_positions=False)
+        self.assertEqual({v for row in grads["pos_emb"] for v in row}, {0.0})
