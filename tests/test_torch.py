@@ -11,10 +11,9 @@ import warnings
 import model
 from trace_block import SERIES, TINY
 
-try:
-    with warnings.catch_warnings():     # a CPU wheel without numpy warns on import; harmless
-        warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
-        import torch
+warnings.filterwarnings("ignore", message="Failed to initialize NumPy")   # a CPU wheel
+try:                                                                        # without numpy
+    import torch
 except ImportError:
     torch = None
 
