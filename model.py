@@ -9,19 +9,15 @@ For token IDs `ids` of length T the model computes
 
 and `backward` walks the same lines in reverse, giving a gradient for every parameter.
 
-Read it top-down: list helpers, layer normalization, causal self-attention, then the whole
-model (parameters, forward, loss, backward). Each backward walks its forward's numbered steps
-in reverse, quoting the line it differentiates, and every gradient is d_ + the forward name
-(d_x1, d_W2). Each public function opens with one line that checks its input, most of them
-as a dimension string: check("linear(x: T n, W: n m, b: m)", x, W, b) says that x has T rows
-of n numbers, W is n by m, and b has m. The three sections at the end can be skipped: "Speed"
-(one trick: leaving out the products of a zero), "Rows too large to square", and "Input
-checks", where check() and the few checks a dimension string cannot say live.
+Read it top-down: list helpers, layer norm, attention, the model. Each backward walks its
+forward's numbered steps in reverse, and every gradient is d_ + the forward name (d_x1, d_W2).
+Each public function first checks its input, its shapes as a dimension string: check("linear(
+x: T n, W: n m, b: m)", x, W, b) says x has T rows of n numbers, W is n by m, b has m. The
+last two sections can wait: "Speed" and "Input checks".
 
-Shapes, in comments where each matrix is made:
-    T  positions in the sequence (1..max_len)     d  width of the model (16)
-    H  hidden width of the MLP (4·d = 64)         V  vocabulary size (96)
-Matrices are lists of rows (lists of floats), vectors lists of floats; matmul(a, b) is a · b.
+Shapes, in comments where each matrix is made: T positions (1..max_len), d the width (16),
+H the MLP's hidden width (64), V the vocabulary (96). A matrix is a list of rows (lists of
+floats), a vector a list of floats; matmul(a, b) is a · b.
 
 Every floating-point sum of more than two terms goes through math.fsum, which rounds the exact
 sum once. Its result does not depend on the order of the terms (so two sequences holding the
@@ -34,15 +30,14 @@ dropout, no tied embeddings. Standard library only.
 """
 import math
 import random
-from itertools import chain, compress, islice
+from itertools import chain, compress
 from math import exp, fsum, log, sqrt
 from operator import mul
 
 SIZES = {"vocab": 96, "d": 16, "hidden": 64, "max_len": 64}   # the series' model: 7,440 numbers
 EPS = 1e-5  # added to the variance in layer norm, as torch.nn.LayerNorm does
 
-# The parameters, in init_params' order, with their shapes: V vocabulary, P positions
-# (max_len), d width, H hidden width.
+# The parameters in init_params' order, and their shapes (P: max_len, the positions).
 PARAMETERS = {"tok_emb": "V d", "pos_emb": "P d", "ln1_g": "d", "ln1_b": "d",
               "Wq": "d d", "Wk": "d d", "Wv": "d d", "Wo": "d d", "ln2_g": "d", "ln2_b": "d",
               "W1": "d H", "b1": "H", "W2": "H d", "b2": "d", "lnf_g": "d", "lnf_b": "d",
@@ -61,16 +56,6 @@ def shape(nested_list):
     return dims(nested_list, "shape()", "its argument", numbers=True)
 
 
-def zeros(rows, cols):
-    """A rows × cols matrix of 0.0.
-
-    >>> zeros(2, 3)
-    [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
-    """
-    check_sizes("zeros", rows=rows, cols=cols)
-    return [[0.0] * cols for _ in range(rows)]
-
-
 def transpose(m):
     """mᵀ: the columns of m, as rows.
 
@@ -79,16 +64,6 @@ def transpose(m):
     """
     check("transpose(m: n k)", m)
     return [list(col) for col in zip(*m)]
-
-
-def side_by_side(*ms):
-    """Matrices of the same number of rows, joined row by row: [a b c].
-
-    >>> side_by_side([[1.0], [2.0]], [[3.0, 4.0], [5.0, 6.0]])
-    [[1.0, 3.0, 4.0], [2.0, 5.0, 6.0]]
-    """
-    check("side_by_side(*ms: n _)", *ms)
-    return [list(chain(*rows)) for rows in zip(*ms)]
 
 
 def matmul(a, b):
@@ -105,16 +80,15 @@ def matmul(a, b):
     return [[fsum(map(mul, row, col)) for col in b_cols] for row in a]
 
 
-def add(*ms):
-    """The elementwise sum of matrices of one shape, each entry rounded once.
+def add(a, b):
+    """a + b, entry by entry, for two matrices of one shape (a sum of two terms: + rounds it
+    once).
 
-    >>> add([[1.0, 2.0]], [[0.5, 0.25]], [[0.25, 0.25]])
-    [[1.75, 2.5]]
+    >>> add([[1.0, 2.0]], [[0.5, 0.25]])
+    [[1.5, 2.25]]
     """
-    check("add(*ms: n k)", *ms)
-    if len(ms) == 2:                                # two terms: a + b is rounded once
-        return [[u + v for u, v in zip(row_a, row_b)] for row_a, row_b in zip(*ms)]
-    return [[fsum(entries) for entries in zip(*rows)] for rows in zip(*ms)]
+    check("add(a: n k, b: n k)", a, b)
+    return [[u + v for u, v in zip(row_a, row_b)] for row_a, row_b in zip(a, b)]
 
 
 def column_sums(m):
@@ -138,16 +112,17 @@ def layernorm_forward(x, g, b):
     >>> [round(v, 4) for v in y[0]]
     [-1.0, 1.0]
     """
-    check_layernorm(x, g, b)
+    check("layernorm_forward(x: T d, g: d, b: d)", x, g, b)
+    check_finite("layernorm_forward", x=x, g=g, b=b)
     d = len(g)
     y, xhat, std = [], [], []
     for row in x:
         # 1. centre
         mean = fsum(row) / d
         centred = [x_j - mean for x_j in row]
-        # 2. scale (a row beyond about 1e154 overflows its squares: see std_of_huge_row)
+        # 2. scale
         variance = fsum(c * c for c in centred) / d
-        s = sqrt(variance + EPS) if variance < math.inf else std_of_huge_row(centred)
+        s = sqrt(variance + EPS)
         xhat.append([c / s for c in centred])                      # (d)
         std.append(s)
         # 3. gain and bias
@@ -156,9 +131,9 @@ def layernorm_forward(x, g, b):
 
 
 def layernorm_backward(d_y, g, cache):
-    """Gradients of layer norm, given d_y: returns (d_x, d_g, d_b). The forward steps 3, 2, 1
-    walked back. With d_xhat = d_y · g, and because the mean and the std depend on every x of
-    the row, each d_x has three terms:
+    """Gradients of layer norm, given d_y: returns (d_x, d_g, d_b), the forward steps 3, 2, 1
+    walked back. With d_xhat = d_y · g, and as the mean and the std depend on every x of the
+    row, each d_x has three terms:
         d_x = (d_xhat - mean(d_xhat) - xhat · mean(d_xhat · xhat)) / std
                term 1   term 2         term 3
     """
@@ -265,13 +240,13 @@ def attention_backward(p, cache, d_out):
     d_k = [[entry / sqrt_d for entry in row] for row in matmul(transpose(d_scores), q)]  # (T, d)
     # 1. q = matmul(x, p["Wq"]), k and v alike: x fed all three, so d_x is the sum of what
     #    comes back, d_q · Wqᵀ + d_k · Wkᵀ + d_v · Wvᵀ, each entry one sum of 3·d products:
-    #    [d_q d_k d_v] · [Wq Wk Wv]ᵀ
+    #    [d_q d_k d_v] · [Wq Wk Wv]ᵀ, the rows of each side laid end to end
     x_T = transpose(x)
     grads = {"Wq": matmul(x_T, d_q), "Wk": matmul(x_T, d_k), "Wv": matmul(x_T, d_v),
              "Wo": d_Wo}                                               # (d, d) each
-    d_x = matmul(side_by_side(d_q, d_k, d_v),
-                 transpose(side_by_side(p["Wq"], p["Wk"], p["Wv"])))  # (T, d)
-    return grads, d_x
+    d_qkv = [q_t + k_t + v_t for q_t, k_t, v_t in zip(d_q, d_k, d_v)]    # (T, 3d)
+    W_qkv = [q_r + k_r + v_r for q_r, k_r, v_r in zip(p["Wq"], p["Wk"], p["Wv"])]   # (d, 3d)
+    return grads, matmul(d_qkv, transpose(W_qkv))                     # d_x: (T, d)
 
 
 ################ The model
@@ -293,7 +268,7 @@ def linear_backward(d_y, x, W):
     >>> linear_backward([[1.0, 2.0]], [[3.0]], [[4.0, 5.0]])
     ([[14.0]], [[3.0, 6.0]], [1.0, 2.0])
     """
-    check("linear_backward(d_y: T m, x: T n, W: n m)", d_y, x, W)
+    check("linear_backward(W: n m, x: T n, d_y: T m)", W, x, d_y)
     d_x = matmul(d_y, transpose(W))     # (T, n): each x reaches every y through W
     d_W = matmul(transpose(x), d_y)     # (n, m): a sum over the positions
     d_b = column_sums(d_y)              # (m): b is added at every position
@@ -301,38 +276,24 @@ def linear_backward(d_y, x, W):
 
 
 def init_params(vocab, d, hidden, max_len, seed):
-    """Fresh parameters: a dict of 18 tensors, in the order of PARAMETERS.
-
-    One random.Random(seed) draws gauss(0.0, 0.02) for every entry of the random matrices,
-    row by row, matrix by matrix in the order tok_emb, pos_emb, Wq, Wk, Wv, Wo, W1, W2, W_out;
-    gains start at 1.0 and biases at 0.0. Same seed, same numbers, on every Python version.
+    """Fresh parameters: a dict of the 18 tensors of PARAMETERS, in its order. One
+    random.Random(seed) draws gauss(0.0, 0.02) for every entry of the matrices, row by row,
+    matrix by matrix in that order (tok_emb, pos_emb, Wq, Wk, Wv, Wo, W1, W2, W_out); gains
+    start at 1.0 and biases at 0.0. Same seed, same numbers, on every Python version.
 
     >>> p = init_params(**SIZES, seed=3)
     >>> count_params(p), shape(p["tok_emb"]), shape(p["W1"])
     (7440, (96, 16), (16, 64))
     """
     check_sizes("init_params", vocab=vocab, d=d, hidden=hidden, max_len=max_len, seed=seed)
-    rng = random.Random(seed)
-
-    def gauss(rows, cols):
-        return [[rng.gauss(0.0, 0.02) for _ in range(cols)] for _ in range(rows)]
-
-    # The random matrices are drawn in this order; the dict below gives the names' order.
-    tok_emb, pos_emb = gauss(vocab, d), gauss(max_len, d)
-    Wq, Wk, Wv, Wo = gauss(d, d), gauss(d, d), gauss(d, d), gauss(d, d)
-    W1, W2 = gauss(d, hidden), gauss(hidden, d)
-    W_out = gauss(d, vocab)
-    return {
-        "tok_emb": tok_emb,                            # (V, d)
-        "pos_emb": pos_emb,                            # (max_len, d)
-        "ln1_g": [1.0] * d, "ln1_b": [0.0] * d,        # (d), (d)
-        "Wq": Wq, "Wk": Wk, "Wv": Wv, "Wo": Wo,        # (d, d) each
-        "ln2_g": [1.0] * d, "ln2_b": [0.0] * d,        # (d), (d)
-        "W1": W1, "b1": [0.0] * hidden,                # (d, H), (H)
-        "W2": W2, "b2": [0.0] * d,                     # (H, d), (d)
-        "lnf_g": [1.0] * d, "lnf_b": [0.0] * d,        # (d), (d)
-        "W_out": W_out, "b_out": [0.0] * vocab,        # (d, V), (V)
-    }
+    rng, sizes, p = random.Random(seed), {"V": vocab, "P": max_len, "d": d, "H": hidden}, {}
+    for name, letters in PARAMETERS.items():
+        rows, *cols = (sizes[letter] for letter in letters.split())
+        if cols:                                       # a matrix: drawn row by row, in turn
+            p[name] = [[rng.gauss(0.0, 0.02) for _ in range(cols[0])] for _ in range(rows)]
+        else:                                          # a gain starts at 1, a bias at 0
+            p[name] = [1.0 if name.endswith("_g") else 0.0] * rows
+    return p
 
 
 def count_params(params):
@@ -341,7 +302,7 @@ def count_params(params):
     >>> count_params({"W": [[0.0, 0.0], [0.0, 0.0]], "b": [0.0, 0.0]})
     6
     """
-    check_dict("count_params", params)
+    tensors(params)                                     # refuses anything but a dict
     return sum(math.prod(shape(t)) for t in params.values())      # ints: exact
 
 
@@ -406,14 +367,13 @@ def backward(p, cache, d_logits):
     d_hf, grads["W_out"], grads["b_out"] = linear_backward(d_logits, cache["hf"], p["W_out"])
     d_x2, grads["lnf_g"], grads["lnf_b"] = layernorm_backward(d_hf, p["lnf_g"], cache["lnf"])
     # 3. in the forward pass: h2 = LN2(x1), pre = linear(h2, W1, b1), act = relu(pre),
-    #    m = linear(act, W2, b2), then x2 = x1 + m; walked back from the end:
+    #    m = linear(act, W2, b2), then x2 = x1 + m; walked back from the end, where the relu,
+    #    act = max(0, pre), lets the gradient pass only where act > 0:
     d_m = d_x2                                     # x2 = x1 + m: m gets d_x2 as it is
-    #    m = linear(act, W2, b2), act = relu(pre): back through linear_backward, then through
-    #    the relu, act = max(0, pre), which lets the gradient pass only where act > 0:
     #        d_act, grads["W2"], grads["b2"] = linear_backward(d_m, act, p["W2"])
     #        d_pre = [[d_z if z > 0.0 else 0.0 for d_z, z in zip(d_act_t, act_t)]
     #                 for d_act_t, act_t in zip(d_act, act)]
-    #    Speed: those two lines at once, never computing what the relu sets to 0 (see there)
+    #    Speed: those two lines in one, never computing what the relu sets to 0
     d_pre, grads["W2"], grads["b2"] = linear_relu_backward(d_m, act, p["W2"])    # (T, H)
     d_h2, grads["W1"], grads["b1"] = linear_backward(d_pre, cache["h2"], p["W1"])
     d_x1_mlp, grads["ln2_g"], grads["ln2_b"] = layernorm_backward(d_h2, p["ln2_g"], cache["ln2"])
@@ -426,10 +386,10 @@ def backward(p, cache, d_logits):
     d_x0 = add(d_x1, d_x0_att)     # skip path: straight along it, plus back through attention
     # 1. in the forward pass: x0 = tok_emb[ids] + pos_emb[0:T]; pos_emb's rows past T were
     #    not used, and a token at several positions collects the gradient of each
-    grads["pos_emb"] = zeros(len(p["pos_emb"]), len(p["pos_emb"][0]))
+    grads["pos_emb"] = [[0.0] * len(row) for row in p["pos_emb"]]
     if cache["use_positions"]:
         grads["pos_emb"][:len(ids)] = d_x0
-    grads["tok_emb"] = zeros(len(p["tok_emb"]), len(p["tok_emb"][0]))
+    grads["tok_emb"] = [[0.0] * len(row) for row in p["tok_emb"]]
     for i in set(ids):
         grads["tok_emb"][i] = column_sums([d_x0[t] for t, token in enumerate(ids) if token == i])
     return {name: grads[name] for name in PARAM_NAMES}
@@ -444,12 +404,9 @@ def sequence_loss(p, ids, targets, use_positions=True):
 ################ Speed (you can skip this section)
 
 def matmul_skipping_zeros(a, b):
-    """Speed: matmul(a, b) for an a or a b that holds a 0.0, without the terms of the zeros, in
-    place of its plain [[fsum(map(mul, row, col)) for col in b_cols] for row in a].
-
-    A zero term adds nothing to a sum (for finite numbers), so the result is the same. The
-    causal mask makes half of the attention weights 0.0 and the relu about half of the MLP's
-    hidden values and their gradients: their products are never made.
+    """Speed: matmul(a, b) for an a or a b holding a 0.0, in place of matmul's plain last line:
+    the same numbers (a zero term adds nothing to a sum), without the zeros' products. The
+    mask makes half the attention weights 0.0, the relu half the MLP's hidden values.
 
     >>> matmul_skipping_zeros([[0.0, 2.0]], [[5.0, 6.0], [7.0, 8.0]])
     [[14.0, 16.0]]
@@ -462,27 +419,21 @@ def matmul_skipping_zeros(a, b):
 
 
 def row_times_skipping_zeros(row, b, b_cols):
-    """Speed: one row of matmul(a, b) without the terms where row's entry is 0.0.
-
-    >>> row_times_skipping_zeros([0.0, 2.0], [[5.0, 6.0], [7.0, 8.0]], [(5.0, 7.0), (6.0, 8.0)])
-    [14.0, 16.0]
-    """
+    """Speed: one row of a · b without the terms where the row holds 0.0."""
     kept = list(compress(row, row))                     # the entries that are not 0.0
     if not kept:
         return [0.0] * len(b_cols)
     first = row.index(kept[0])
+    # one run between zeros, as in a causal row: each column's matching stretch (map stops at
+    # the end of kept); otherwise the rows of b that the kept entries meet
     if row[first:first + len(kept)] == kept:
-        # one run between the zeros, as in a causal row (or a column of one): each column's
-        # matching stretch; map stops at the end of kept
         return [fsum(map(mul, kept, col[first:] if first else col)) for col in b_cols]
-    return [fsum(map(mul, kept, col)) for col in zip(*compress(b, row))]   # b's rows they meet
+    return [fsum(map(mul, kept, col)) for col in zip(*compress(b, row))]
 
 
 def linear_relu_backward(d_m, act, W2):
-    """Speed: the gradients of m = linear(act, W2, b2) and of act = relu(pre), in place of
-    backward's plain two lines (quoted there): linear_backward(d_m, act, W2), then the relu's
-    gate on its d_act. Returns (d_pre, d_W2, d_b2). Of d_act = d_m · W2ᵀ only the entries
-    where act > 0 are computed: the relu sets the others to 0.
+    """Speed: backward's two plain lines (quoted there) in one, computing only the entries of
+    d_act = d_m · W2ᵀ where act > 0 (the relu sets the others to 0): (d_pre, d_W2, d_b2).
 
     >>> linear_relu_backward([[1.0, 2.0]], [[3.0, 0.0]], [[1.0, 1.0], [5.0, 5.0]])
     ([[3.0, 0.0]], [[3.0, 6.0], [0.0, 0.0]], [1.0, 2.0])
@@ -493,39 +444,20 @@ def linear_relu_backward(d_m, act, W2):
     return d_pre, matmul(transpose(act), d_m), column_sums(d_m)
 
 
-################ Rows too large to square (you can skip this section)
-
-def std_of_huge_row(centred):
-    """√(variance + EPS) of a centred row whose squares overflow (entries beyond about 1e154).
-
-    The row is divided by a power of two first, which is exact, so the squares stay finite:
-    std = scale · √(variance of the scaled row + EPS / scale²). (check_layernorm keeps the
-    values of a row to less than 2**1000 in all, so the centred ones are finite.)
-    """
-    scale = 2.0 ** math.frexp(max(map(abs, centred)))[1]
-    scaled = [c / scale for c in centred]
-    return scale * sqrt(fsum(c * c for c in scaled) / len(scaled) + EPS / scale / scale)
-
-
 ################ Input checks (you can skip this section)
 #
-# Each public function above checks its input in its first line, and refuses what would give
-# a wrong answer or a raw IndexError: a ValueError or TypeError that names the argument, what
-# it holds and what was expected. Most state their shapes as a dimension string; what one
-# cannot say (a cache's keys, an ID's range, finite numbers) has a short check of its own.
+# Each public function checks its input first: a ValueError or TypeError names the argument,
+# what it holds and what was expected, instead of a wrong answer or a raw IndexError.
 
-ROWS, NUMBERS = {list, tuple}, {float, int}
-HUGE = 2.0 ** 1000      # about 1e301: a row whose values add up to more could overflow a sum
+NUMBERS = {float, int}
+HUGE = 2.0 ** 500       # about 3e150: a row adding up to more could overflow its squares
 SIGNATURES = {}         # each dimension string, read once: (function, [(argument, letters)])
 
 
 def check(signature, *args):
-    """Refuse args unless each has the shape the dimension string gives it: one letter per
-    size, the same wherever it appears ("_": any size; "*ms": every argument). Returns the
-    sizes. A size of 0 is refused; for T, as "empty sequence".
+    """Refuse args unless each has the shape the dimension string gives it, a letter being one
+    size wherever it stands; return the sizes. A size of 0 is refused ("empty sequence" for T).
 
-    >>> check("linear(x: T n, W: n m, b: m)", [[1.0, 2.0]], [[1.0], [2.0]], [0.5])
-    {'T': 1, 'n': 2, 'm': 1}
     >>> check("linear(x: T n, W: n m, b: m)", [[1.0, 2.0]], [[1.0], [2.0]], [0.5, 0.5])
     Traceback (most recent call last):
     ValueError: linear: b has shape (2,), but it must be (m,) with m = 1, as in W
@@ -535,38 +467,27 @@ def check(signature, *args):
         SIGNATURES[signature] = who, [(name.strip(), letters.split()) for name, letters in
                                       (part.split(":") for part in rest.split(","))]
     who, params = SIGNATURES[signature]
-    if params[0][0][0] == "*":
-        params = [(f"{params[0][0][1:]}[{n}]", params[0][1]) for n in range(len(args))]
     sizes = {}
     for (name, letters), value in zip(params, args):
         found = dims(value, who, name, letters)
         for letter, n in zip(letters, found):
-            if sizes.setdefault(letter, n) != n and letter != "_" or n == 0:
-                raise ValueError(mismatch(who, name, letters, found, sizes, letter, params))
+            if n == 0:
+                raise ValueError("empty sequence" if letter == "T" else f"{who}: {name} is empty")
+            if sizes.setdefault(letter, n) != n:
+                first = next(other for other, other_letters in params if letter in other_letters)
+                raise ValueError(f"{who}: {name} has shape {found}, but it must be "
+                                 f"({', '.join(letters)}{',' * (len(letters) == 1)}) with "
+                                 f"{letter} = {sizes[letter]}, as in {first}")
     return sizes
 
 
-def mismatch(who, name, letters, found, sizes, letter, params):
-    """Say which argument's shape does not fit, and why."""
-    if found[letters.index(letter)] == 0:
-        return "empty sequence" if letter == "T" else f"{who}: {name} is empty"
-    first = next(other for other, other_letters in params if letter in other_letters)
-    want = ", ".join(letters) + ("," if len(letters) == 1 else "")
-    return (f"{who}: {name} has shape {found}, but it must be ({want}) with {letter} = "
-            f"{sizes[letter]}, as in {first}")
-
-
 def dims(value, who, name, want=None, numbers=False):
-    """The shape of a vector (a list of numbers) or a matrix (a list of rows of one length);
-    anything else, or another number of dimensions than want's, is refused for who. The
-    numbers of a matrix are read only if numbers is true (shape() does; the math does not pay
-    for it, and a row of anything else fails in its first product)."""
+    """The shape of a vector (a list of numbers) or a matrix (a list of rows of one length),
+    refusing anything else, or dimensions other than want's. A matrix's numbers are read only
+    if numbers is true: in the math anything else fails its first product."""
     found = None
     if isinstance(value, (list, tuple)) and value and isinstance(value[0], (list, tuple)):
-        try:
-            widths = set(map(len, value))
-        except TypeError:                   # a number among the rows
-            widths = {}
+        widths = set(map(len, value)) if set(map(type, value)) <= {list, tuple} else set()
         if len(widths) > 1:
             raise ValueError(f"{who}: {name} has rows of lengths {sorted(widths)}; a matrix's "
                              f"rows all have one length")
@@ -575,73 +496,60 @@ def dims(value, who, name, want=None, numbers=False):
     elif isinstance(value, (list, tuple)) and set(map(type, value)) <= NUMBERS:
         found = (0, 0) if not value and want and len(want) == 2 else (len(value),)
     if found is None or want and len(found) != len(want):
-        kind = ("a list of rows" if len(want) == 2 else "a list of numbers") if want else \
-            "a list of numbers, or of rows of numbers"
-        raise TypeError(f"{who}: {name} must be {kind}"
-                        f"{' (' + ' '.join(want) + ')' if want else ''}, not {value!r:.50}")
+        kind = f"{'rows' if len(want) == 2 else 'numbers'} ({' '.join(want)})" if want else "numbers"
+        raise TypeError(f"{who}: {name} must be a list of {kind}, not {value!r:.50}")
     return found
 
 
 def tensors(p, *names):
     """The parameters named, refusing a p that is not a dict holding them."""
-    check_dict("the parameters", p)
-    missing = [name for name in names if name not in p]
-    if missing:
-        raise ValueError(f"parameters missing: {', '.join(missing)}")
+    if not isinstance(p, dict):
+        raise TypeError(f"the parameters must be the dict init_params returns, not {p!r:.40}")
+    if any(name not in p for name in names):
+        raise ValueError(f"parameters missing: {', '.join(n for n in names if n not in p)}")
     return [p[name] for name in names]
 
 
 def cached(cache, maker, *keys):
     """The entries of a cache that maker returned, refusing anything else."""
     if not isinstance(cache, dict) or not set(keys) <= set(cache):
-        whole = " (the model's cache holds it as cache['att'])" if "att" in (cache or ()) else ""
-        raise TypeError(f"expected the cache that {maker} returned, a dict with "
-                        f"{', '.join(map(repr, keys))}{whole}")
+        raise TypeError(f"expected the cache that {maker} returned, a dict with {keys}"
+                        + " (the model's cache holds it as cache['att'])" * ("att" in (cache or {})))
     return [cache[key] for key in keys]
 
 
-def check_dict(who, value):
-    if not isinstance(value, dict):
-        raise TypeError(f"{who} must be the dict of parameters init_params returns, "
-                        f"not {type(value).__name__}")
-
-
 def check_sizes(who, **sizes):
-    """Refuse sizes that are not ints, or below 1 (a model's size) or 0 (a seed, zeros')."""
+    """Refuse sizes that are not ints, or below 1 (a model's size) or 0 (the seed): a seed of
+    None draws new numbers each time, and random.Random(-3) is Random(3)."""
     for name, n in sizes.items():
-        least = 1 if name in SIZES else 0       # random.Random(-3) would be Random(3)
-        if type(n) is not int:                  # a seed of None would draw new numbers each time
-            raise TypeError(f"{who}: {name} must be an int, not {n!r}")
-        if n < least:
-            raise ValueError(f"{who}: {name} must be at least {least}, not {n}")
+        if type(n) is not int or n < (name in SIZES):
+            raise (ValueError if type(n) is int else TypeError)(
+                f"{who}: {name} must be an int of at least {int(name in SIZES)}, not {n!r}")
 
 
-def check_finite(who, name, rows):
-    """Refuse rows holding anything but numbers, or inf, nan or values adding up beyond HUGE."""
-    for t, row in enumerate(rows):
-        try:
-            total = sum(map(abs, row))          # a bound, not a result: sum() will do
-        except TypeError:
-            raise TypeError(f"{who}: {name} row {t} must hold numbers, not {row!r:.50}") from None
-        if not total < HUGE:                    # nan fails it too
-            raise ValueError(f"{who}: {name} row {t} holds inf, nan or a value beyond 1e301")
-
-
-def check_layernorm(x, g, b):
-    check("layernorm_forward(x: T d, g: d, b: d)", x, g, b)
-    check_finite("layernorm_forward", "x", x)
-    check_finite("layernorm_forward", "the gain (row 0) or bias (row 1)", [g, b])
+def check_finite(who, **tensors):
+    """Refuse tensors holding anything but numbers, or inf, nan or a row beyond HUGE."""
+    for name, t in tensors.items():
+        rows = t if t and isinstance(t[0], (list, tuple)) else [t]
+        for r, row in enumerate(rows):
+            where = f"{who}: {name}" + (f" row {r}" if rows is t else "")
+            try:
+                total = sum(map(abs, row))      # a bound, not a result: sum() will do
+            except TypeError:
+                raise TypeError(f"{where} must hold numbers, not {row!r:.50}") from None
+            if not total < HUGE:                # nan fails it too
+                raise ValueError(f"{where} holds inf, nan or a value beyond 1e150")
 
 
 def check_scores(scores):
     """Refuse scores softmax cannot weigh: nan, +inf, or a row of -inf only (all masked)."""
     check("softmax(scores: T n)", scores)
     for i, row in enumerate(scores):
-        total = sum(row)    # a bound, not a result: nan if the row holds nan (or +inf and -inf)
-        if total != total or total == math.inf or max(row) == -math.inf:
-            raise ValueError(f"softmax: every score of row {i} is -inf: the causal mask hid every "
-                             f"position, the row's own too" if max(row) == -math.inf else
-                             f"softmax: row {i} of the scores holds nan or inf: {row!r:.60}")
+        if max(row) == -math.inf:
+            raise ValueError(f"softmax: every score of row {i} is -inf: the causal mask hid "
+                             f"every position, the row's own too")
+        if not sum(row) < math.inf:     # nan too; a bound, not a result: sum() will do
+            raise ValueError(f"softmax: row {i} of the scores holds nan or inf: {row!r:.60}")
 
 
 def check_ids(ids, vocab, what):
@@ -658,36 +566,19 @@ def check_ids(ids, vocab, what):
 PARAMS_SIGNATURE = f"parameters({', '.join(f'{n}: {s}' for n, s in PARAMETERS.items())})"
 
 
-def numbers_of(p):
-    """Every number of the parameters, tensor by tensor, row by row."""
-    return chain.from_iterable(chain.from_iterable(p[name]) if " " in shape else p[name]
-                               for name, shape in PARAMETERS.items())
-
-
 def check_params(p):
-    """Refuse anything but init_params' 18 tensors of one model size, holding finite numbers;
-    return the sizes (V, P, d, H)."""
+    """Refuse anything but init_params' 18 tensors, of one size, finite; return the sizes."""
     sizes = check(PARAMS_SIGNATURE, *tensors(p, *PARAM_NAMES))
     if len(p) != len(PARAMETERS):
         raise ValueError(f"parameters with unknown names: {', '.join(set(p) - set(PARAMETERS))}")
-    try:
-        total = sum(map(abs, numbers_of(p)))    # a bound, not a result: sum() will do
-    except TypeError:
-        total = None
-    if not (type(total) is float and total < HUGE):     # nan and inf fail it too
-        name, row = next((name, row) for name in PARAM_NAMES for row in
-                         (p[name] if " " in PARAMETERS[name] else [p[name]])
-                         if not set(map(type, row)) <= NUMBERS or not sum(map(abs, row)) < HUGE)
-        raise (ValueError if set(map(type, row)) <= NUMBERS else TypeError)(
-            f"parameter {name} holds {row!r:.60}: parameters hold finite floats")
+    check_finite("parameters", **p)
     return sizes
 
 
 def fingerprint(p):
-    """A hash of every number in p: forward stores it in its cache, and backward refuses a
-    cache made when the parameters held other values (its gradients would be wrong)."""
-    return hash(tuple(map(tuple, chain.from_iterable(p[name] if " " in shape else [p[name]]
-                                                     for name, shape in PARAMETERS.items()))))
+    """A hash of every number in p: backward refuses a cache made with other values."""
+    return hash(tuple(map(tuple, chain.from_iterable(p[name] if " " in dims else [p[name]]
+                                                     for name, dims in PARAMETERS.items()))))
 
 
 def check_forward(p, ids, use_positions):
@@ -696,11 +587,9 @@ def check_forward(p, ids, use_positions):
     if type(use_positions) is not bool:
         raise TypeError(f"use_positions must be True or False, not {use_positions!r}")
     check_ids(ids, sizes["V"], "token IDs")
-    if len(ids) == 0:
-        raise ValueError("empty sequence")
-    if len(ids) > sizes["P"]:
+    if not 0 < len(ids) <= sizes["P"]:
         raise ValueError(f"sequence of {len(ids)} tokens is longer than the {sizes['P']} "
-                         f"positions the model has")
+                         f"positions the model has" if ids else "empty sequence")
 
 
 def check_loss(logits, targets):
@@ -709,7 +598,7 @@ def check_loss(logits, targets):
     check_ids(targets, sizes["V"], "target IDs")
     if len(targets) != sizes["T"]:
         raise ValueError(f"{sizes['T']} positions but {len(targets)} targets")
-    check_finite("loss_and_dlogits", "logits", logits)
+    check_finite("loss_and_dlogits", logits=logits)
 
 
 def check_backward(p, cache, d_logits):

@@ -92,16 +92,15 @@ NAMED_BY_THE_TWELVE = [
     ("Wo untransposed in the backward pass", [('d_mixed = matmul(d_out, transpose(p["Wo"]))',
                                               'd_mixed = matmul(d_out, p["Wo"])')],
      "attention_backward steps 4 and 1"),
-    ("the value path left out of d_x", [("side_by_side(d_q, d_k, d_v)", "side_by_side(d_q, d_k)"),
-                                        ('side_by_side(p["Wq"], p["Wk"], p["Wv"])',
-                                         'side_by_side(p["Wq"], p["Wk"])')],
+    ("the value path left out of d_x", [("q_t + k_t + v_t for", "q_t + k_t for"),
+                                        ("q_r + k_r + v_r for", "q_r + k_r for")],
      "attention_backward's d_x"),
     ("a softmax backward with its sign flipped", [("w_j * (d_w_j - average)", "w_j * (d_w_j + average)")],
      "softmax_backward"),
     ("layer norm dividing by d - 1", [("fsum(c * c for c in centred) / d",
                                        "fsum(c * c for c in centred) / (d - 1)")],
      "layernorm_forward (LN1) step 2"),
-    ("ε outside the square root", [("sqrt(variance + EPS) if", "sqrt(variance) + EPS if")],
+    ("ε outside the square root", [("s = sqrt(variance + EPS)", "s = sqrt(variance) + EPS")],
      "layernorm_forward (LN1) step 2"),
     ("layer-norm backward without its last term", [(LN_TERMS, "fsum((term1, -mean_d_xhat))")],
      "layernorm_backward's d_x"),
@@ -152,9 +151,10 @@ CAUGHT_BY_THE_LAB = [
                                                "total = fsum(e)\n        # -log",
                                                "        e = [exp(z) for z in row]\n        "
                                                "total = fsum(e)\n        # -log")], LARGE),
-    ("forward refusing all its positions", [('if len(ids) > sizes["P"]:',
-                                             'if len(ids) >= sizes["P"]:')], LENGTHS),
-    ("forward refusing a single token", [("if len(ids) == 0:", "if len(ids) <= 1:")], LENGTHS),
+    ("forward refusing all its positions", [('if not 0 < len(ids) <= sizes["P"]:',
+                                             'if not 0 < len(ids) < sizes["P"]:')], LENGTHS),
+    ("forward refusing a single token", [('if not 0 < len(ids) <= sizes["P"]:',
+                                          'if not 1 < len(ids) <= sizes["P"]:')], LENGTHS),
 ]
 
 def fsum_calls():
