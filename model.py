@@ -15,9 +15,8 @@ Each public function first checks its input, its shapes as a dimension string: c
 x: T n, W: n m, b: m)", x, W, b) says x has T rows of n numbers, W is n by m, b has m. The
 last two sections can wait: "Speed" and "Input checks".
 
-Shapes, in comments where each matrix is made: T positions (1..max_len), d the width (16),
-H the MLP's hidden width (64), V the vocabulary (96). A matrix is a list of rows (lists of
-floats), a vector a list of floats; matmul(a, b) is a · b.
+Shapes, in comments where each matrix is made: T positions (1..max_len), d the width (16), H
+the MLP's hidden width (64), V the vocabulary (96). A matrix is a list of rows of floats.
 
 Every floating-point sum of more than two terms goes through math.fsum, which rounds the exact
 sum once. Its result does not depend on the order of the terms (so two sequences holding the
@@ -67,8 +66,7 @@ def transpose(m):
 
 
 def matmul(a, b):
-    """The product a · b of an (n, k) and a (k, m) matrix: (n, m), each entry a dot product
-    rounded once.
+    """a · b, (n, k) · (k, m) -> (n, m), each entry a dot product rounded once.
 
     >>> matmul([[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]])
     [[19.0, 22.0], [43.0, 50.0]]
@@ -81,8 +79,7 @@ def matmul(a, b):
 
 
 def add(a, b):
-    """a + b, entry by entry, for two matrices of one shape (a sum of two terms: + rounds it
-    once).
+    """a + b, entry by entry, for two matrices of one shape (two terms: + rounds once).
 
     >>> add([[1.0, 2.0]], [[0.5, 0.25]])
     [[1.5, 2.25]]
@@ -108,8 +105,7 @@ def layernorm_forward(x, g, b):
     plus the bias b: y = (x - mean) / √(variance + EPS) · g + b, with the biased variance
     (divide by d), as torch.nn.LayerNorm. Returns (y, cache).
 
-    >>> y, _ = layernorm_forward([[1.0, 3.0]], [1.0, 1.0], [0.0, 0.0])
-    >>> [round(v, 4) for v in y[0]]
+    >>> [round(v, 4) for v in layernorm_forward([[1.0, 3.0]], [1.0, 1.0], [0.0, 0.0])[0][0]]
     [-1.0, 1.0]
     """
     check("layernorm_forward(x: T d, g: d, b: d)", x, g, b)
@@ -160,9 +156,8 @@ def layernorm_backward(d_y, g, cache):
 ################ Causal self-attention
 
 def softmax(scores):
-    """Each row's softmax: exp(z) / Σ exp(z) for each score z of the row, computed as
-    exp(z - max) / Σ exp(z - max), the same numbers, but exp cannot overflow. A score of -inf
-    gets a weight of exactly 0.
+    """Each row's softmax, exp(z) / Σ exp(z), computed as exp(z - max) / Σ exp(z - max): the
+    same numbers, but exp cannot overflow. A score of -inf gets a weight of exactly 0.
 
     >>> softmax([[1.0, 1.0, -math.inf]])
     [[0.5, 0.5, 0.0]]
@@ -178,9 +173,8 @@ def softmax(scores):
 
 
 def softmax_backward(weights, d_weights):
-    """Gradient of the scores, given d_weights, the gradient of weights = softmax(scores): in a
-    row, each weight moves all the others (they sum to 1), so d_z_j = w_j · (d_w_j - Σ over k
-    of w_k · d_w_k).
+    """Gradient of the scores, given d_weights, of weights = softmax(scores): in a row each
+    weight moves all the others (they sum to 1), so d_z_j = w_j · (d_w_j - Σ_k w_k · d_w_k).
 
     >>> softmax_backward([[0.5, 0.5, 0.0]], [[1.0, 0.0, 7.0]])
     [[0.25, -0.25, 0.0]]
@@ -223,8 +217,7 @@ def attention_backward(p, cache, d_out):
     check("attention_backward(x: T d, weights: T T, Wq: d d, Wk: d d, Wv: d d, Wo: d d, "
           "d_out: T d)", *cached(cache, "attention_forward", "x", "weights"),
           *tensors(p, "Wq", "Wk", "Wv", "Wo"), d_out)
-    x, q, k, v = cache["x"], cache["q"], cache["k"], cache["v"]
-    weights, mixed = cache["weights"], cache["mixed"]
+    x, q, k, v, weights, mixed = (cache[key] for key in ("x", "q", "k", "v", "weights", "mixed"))
     T, sqrt_d = len(x), sqrt(len(x[0]))
     # 5. in the forward pass this was: out = matmul(mixed, p["Wo"])
     d_Wo = matmul(transpose(mixed), d_out)                             # (d, d)
@@ -238,9 +231,8 @@ def attention_backward(p, cache, d_out):
     # 2. scores[i][j] = q_i · k_j / √d: d_q = d_scores · k / √d, d_k = d_scoresᵀ · q / √d
     d_q = [[entry / sqrt_d for entry in row] for row in matmul(d_scores, k)]             # (T, d)
     d_k = [[entry / sqrt_d for entry in row] for row in matmul(transpose(d_scores), q)]  # (T, d)
-    # 1. q = matmul(x, p["Wq"]), k and v alike: x fed all three, so d_x is the sum of what
-    #    comes back, d_q · Wqᵀ + d_k · Wkᵀ + d_v · Wvᵀ, each entry one sum of 3·d products:
-    #    [d_q d_k d_v] · [Wq Wk Wv]ᵀ, the rows of each side laid end to end
+    # 1. q = matmul(x, p["Wq"]), k and v alike: x fed all three, so d_x = d_q · Wqᵀ + d_k · Wkᵀ
+    #    + d_v · Wvᵀ, each entry one sum of 3·d products: [d_q d_k d_v] · [Wq Wk Wv]ᵀ
     x_T = transpose(x)
     grads = {"Wq": matmul(x_T, d_q), "Wk": matmul(x_T, d_k), "Wv": matmul(x_T, d_v),
              "Wo": d_Wo}                                               # (d, d) each
@@ -276,10 +268,10 @@ def linear_backward(d_y, x, W):
 
 
 def init_params(vocab, d, hidden, max_len, seed):
-    """Fresh parameters: a dict of the 18 tensors of PARAMETERS, in its order. One
-    random.Random(seed) draws gauss(0.0, 0.02) for every entry of the matrices, row by row,
-    matrix by matrix in that order (tok_emb, pos_emb, Wq, Wk, Wv, Wo, W1, W2, W_out); gains
-    start at 1.0 and biases at 0.0. Same seed, same numbers, on every Python version.
+    """Fresh parameters, the 18 tensors of PARAMETERS in its order: one random.Random(seed)
+    draws gauss(0.0, 0.02) for every entry of the matrices (tok_emb, pos_emb, Wq, Wk, Wv, Wo,
+    W1, W2, W_out), in turn, row by row; gains start at 1.0, biases at 0.0. Same seed, same
+    numbers, on every Python version.
 
     >>> p = init_params(**SIZES, seed=3)
     >>> count_params(p), shape(p["tok_emb"]), shape(p["W1"])
@@ -304,6 +296,12 @@ def count_params(params):
     """
     tensors(params)                                     # refuses anything but a dict
     return sum(math.prod(shape(t)) for t in params.values())      # ints: exact
+
+
+def fingerprint(p):
+    """A hash of every number in p: backward refuses a cache made with other values."""
+    return hash(tuple(map(tuple, chain.from_iterable(p[name] if " " in dims else [p[name]]
+                                                     for name, dims in PARAMETERS.items()))))
 
 
 def forward(p, ids, use_positions=True):
@@ -332,7 +330,7 @@ def forward(p, ids, use_positions=True):
     return logits, {"ids": list(ids), "use_positions": use_positions, "x0": x0, "h1": h1,
                     "ln1": ln1, "att": att, "a": a, "x1": x1, "h2": h2, "ln2": ln2,
                     "pre": pre, "act": act, "m": m, "x2": x2, "hf": hf, "lnf": lnf,
-                    "params": fingerprint(p)}                          # see check_backward
+                    "params": fingerprint(p)}
 
 
 def loss_and_dlogits(logits, targets):
@@ -406,11 +404,7 @@ def sequence_loss(p, ids, targets, use_positions=True):
 def matmul_skipping_zeros(a, b):
     """Speed: matmul(a, b) for an a or a b holding a 0.0, in place of matmul's plain last line:
     the same numbers (a zero term adds nothing to a sum), without the zeros' products. The
-    mask makes half the attention weights 0.0, the relu half the MLP's hidden values.
-
-    >>> matmul_skipping_zeros([[0.0, 2.0]], [[5.0, 6.0], [7.0, 8.0]])
-    [[14.0, 16.0]]
-    """
+    mask makes half the attention weights 0.0, the relu half the MLP's hidden values."""
     if all(map(all, a)):            # the zeros are b's: work out bᵀ · aᵀ, with them in its rows
         return transpose(matmul_skipping_zeros(transpose(b), transpose(a)))
     b_cols = list(zip(*b))
@@ -438,7 +432,7 @@ def linear_relu_backward(d_m, act, W2):
     >>> linear_relu_backward([[1.0, 2.0]], [[3.0, 0.0]], [[1.0, 1.0], [5.0, 5.0]])
     ([[3.0, 0.0]], [[3.0, 6.0], [0.0, 0.0]], [1.0, 2.0])
     """
-    check("linear_relu_backward(d_m: T m, act: T n, W2: n m)", d_m, act, W2)
+    check("linear_relu_backward(W2: n m, act: T n, d_m: T m)", W2, act, d_m)
     d_pre = [[fsum(map(mul, d_m_t, W2_row)) if z > 0.0 else 0.0
               for z, W2_row in zip(act_t, W2)] for d_m_t, act_t in zip(d_m, act)]
     return d_pre, matmul(transpose(act), d_m), column_sums(d_m)
@@ -559,8 +553,8 @@ def check_ids(ids, vocab, what):
                         + (" (encode the text first)" if isinstance(ids, str) else ""))
     outside = list(dict.fromkeys(i for i in ids if not 0 <= i < vocab))
     if outside:
-        more = f" and {len(outside) - 5} more" if len(outside) > 5 else ""
-        raise ValueError(f"{what} outside the vocabulary of size {vocab}: {outside[:5]}{more}")
+        raise ValueError(f"{what} outside the vocabulary of size {vocab}: {outside[:5]}"
+                         + f" and {len(outside) - 5} more" * (len(outside) > 5))
 
 
 PARAMS_SIGNATURE = f"parameters({', '.join(f'{n}: {s}' for n, s in PARAMETERS.items())})"
@@ -573,12 +567,6 @@ def check_params(p):
         raise ValueError(f"parameters with unknown names: {', '.join(set(p) - set(PARAMETERS))}")
     check_finite("parameters", **p)
     return sizes
-
-
-def fingerprint(p):
-    """A hash of every number in p: backward refuses a cache made with other values."""
-    return hash(tuple(map(tuple, chain.from_iterable(p[name] if " " in dims else [p[name]]
-                                                     for name, dims in PARAMETERS.items()))))
 
 
 def check_forward(p, ids, use_positions):
