@@ -8,21 +8,13 @@ alone, and no merge crosses from one chunk into the next. Encoding cuts a text t
 and applies the merges in the order they were learned; decoding joins the tokens' strings.
 
 But: the base alphabet is the corpus's own characters, not the 256 byte values, so a
-character the corpus never used is refused with an error that names it (never replaced or
-dropped); and there are no special tokens (no end-of-text, no padding).
+character the corpus never used is refused, named; and there are no special tokens.
 
-The file reads: the BPE steps and the textbook training loop, the tokenizer; then, out of the
-lesson's path, a faster training loop ("Speed"), the lab's files, the command line and the
-input checks, which each entry point calls in one line.
-
-Run:
-    python3 bpe.py            # demo: the merges with their counts, sentences in tokens
-    python3 bpe.py --write    # train on corpus.txt and write tokenizer.json
-    python3 bpe.py --check    # exit 1 if tokenizer.json is not what corpus.txt trains to
+The file reads: the BPE steps, the textbook training loop, the tokenizer; then a faster loop
+("Speed"), the lab's files, the command line (python3 bpe.py --help) and the input checks.
 """
 import argparse
 import contextlib
-import difflib
 import json
 import math
 import os
@@ -33,8 +25,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS_PATH = os.path.join(HERE, "corpus.txt")
 TOKENIZER_PATH = os.path.join(HERE, "tokenizer.json")
 VOCAB_SIZE = 96          # the lab's vocabulary size V; the model's parameter count depends on it
-FORMAT_VERSION = 1       # the "version" field of tokenizer.json
-FIELDS = ("version", "pattern", "vocab", "merges")
+FIELDS = {"version": "1", "pattern": "a str", "vocab": "each token's id, 0..n-1, each once",
+          "merges": "a list of [left, right] pairs"}         # what tokenizer.json holds
 
 # A chunk is, trying each in turn: " ?\w+" a word, with the one space in front of it if there
 # is one; " +(?!\w)" a run of spaces not followed by a word (in "a  b" the run keeps one space,
@@ -100,21 +92,21 @@ def merge(ids, pair, new_id):
 
 
 def start_training(text, pattern=PATTERN):
-    """The base alphabet (ids 0..A-1 in code-point order), each distinct chunk of text as a list
-    of ids, and how often each occurs: counting a chunk once, times its number, gives the same
-    pair counts as walking the whole text, far faster."""
+    """The base alphabet (ids 0..A-1 by code point), each distinct chunk of text as ids, and
+    how often each occurs: a chunk counted once, times its number, is far faster."""
     vocab = sorted(set(text))
     char_id = {char: i for i, char in enumerate(vocab)}
     chunk_counts = {}
     for chunk in split_chunks(text, pattern):
         chunk_counts[chunk] = chunk_counts.get(chunk, 0) + 1
-    return vocab, [[char_id[c] for c in chunk] for chunk in chunk_counts], list(chunk_counts.values())
+    words = [[char_id[char] for char in chunk] for chunk in chunk_counts]
+    return vocab, words, list(chunk_counts.values())
 
 
 def learn_merges_plainly(text, vocab_size, pattern=PATTERN):
     """Train BPE on text the textbook way, counting every pair again after each merge: the
-    vocab, the merges (id pairs, in rank order) and their counts. learn_merges ("Speed")
-    gives the same, faster; this loop is its reference.
+    vocab, the merges (id pairs, in rank order) and their counts. The reference of
+    learn_merges ("Speed"), which gives the same, faster.
 
     >>> learn_merges_plainly("aaabdaaabac", 7)
     (['a', 'b', 'c', 'd', 'aa', 'ab', 'aaab'], [(0, 0), (0, 1), (4, 5)], [4, 2, 2])
@@ -144,17 +136,12 @@ class Tokenizer:
     def __init__(self, vocab, merges, pattern=PATTERN):
         """Build from vocab (token strings, index = id) and merges, [left, right] token strings."""
         check_tokenizer_parts(vocab, merges, pattern)
-        self.vocab, self.pattern = list(vocab), pattern
+        self.vocab, self.merges, self.pattern = list(vocab), [list(m) for m in merges], pattern
         self.alphabet_size = len(vocab) - len(merges)  # ids below it are the base alphabet
         self._ids = {token: i for i, token in enumerate(vocab)}
         # (left id, right id) -> merged id; merge number `rank` made token alphabet_size + rank
         self._merged = {(self._ids[left], self._ids[right]): self.alphabet_size + rank
                         for rank, (left, right) in enumerate(merges)}
-
-    @property
-    def merges(self):
-        """The merges in rank order, as [left, right] token strings (_merged keeps that order)."""
-        return [[self.vocab[left], self.vocab[right]] for left, right in self._merged]
 
     @classmethod
     def train(cls, text, vocab_size, pattern=PATTERN):
@@ -198,7 +185,7 @@ class Tokenizer:
         vocab = ",\n".join(f"    {dump(token, ensure_ascii=False)}: {i}"
                            for i, token in enumerate(self.vocab))
         merges = ",\n".join(f"    {dump(pair, ensure_ascii=False)}" for pair in self.merges)
-        return (f'{{\n  "version": {FORMAT_VERSION},\n  "pattern": {dump(self.pattern)},\n'
+        return (f'{{\n  "version": 1,\n  "pattern": {dump(self.pattern)},\n'
                 f'  "vocab": {{\n{vocab}\n  }},\n  "merges": [\n{merges}\n  ]\n}}\n')
 
     def save(self, path):
@@ -211,8 +198,8 @@ class Tokenizer:
         data = read_json(path)      # a missing file raises FileNotFoundError
         try:
             check_fields(data)
-            tokens = sorted(data["vocab"], key=data["vocab"].get)  # index = id
-            return cls(tokens, data["merges"], data["pattern"])
+            return cls(sorted(data["vocab"], key=data["vocab"].get), data["merges"],
+                       data["pattern"])
         except (TypeError, ValueError) as error:
             raise type(error)(f"{path}: {error}") from None
 
@@ -221,12 +208,9 @@ class Tokenizer:
 
 def learn_merges(text, vocab_size, pattern=PATTERN):
     """Train BPE on text: the vocab, the merges (id pairs, in rank order) and their counts.
-
-    Speed: the same result as learn_merges_plainly, in place of its loop, about six times
-    faster on the lab's corpus. Instead of counting every pair again after each merge, it
-    keeps the counts up to date: only the chunks that hold the merged pair change, so only
-    their pairs are taken out of the counts and put back merged. (minbpe and Hugging Face
-    tokenizers work this way too.)
+    Speed: learn_merges_plainly's result, about six times faster on the lab's corpus: only the
+    chunks that hold the merged pair change, so only their pairs are taken out of the counts
+    and put back merged, instead of counting them all again (as Hugging Face tokenizers do).
 
     >>> learn_merges("aaabdaaabac", 7) == learn_merges_plainly("aaabdaaabac", 7)
     True
@@ -262,8 +246,8 @@ def learn_merges(text, vocab_size, pattern=PATTERN):
 ################ The lab's files
 
 class FileProblem(ValueError):
-    """One of the lab's files cannot be used as it is; the message names the file and says
-    why. The command lines print it in one line, without a traceback."""
+    """A file of the lab's that cannot be used as it is: the command lines print the message,
+    which names it and says why, in one line, without a traceback."""
 
 
 def read_text(path):
@@ -273,8 +257,7 @@ def read_text(path):
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise FileProblem(f"{path} is not UTF-8 text: byte {error.start} cannot be "
-                          f"read") from None
+        raise FileProblem(f"{path} is not UTF-8 text: byte {error.start} cannot be read") from None
 
 
 def read_json(path):
@@ -282,22 +265,19 @@ def read_json(path):
     in one object (json would keep the last), no NaN or Infinity, no number of over 40
     characters or beyond a float's range (json would make it inf)."""
     def keys_once(pairs):
-        keys = [key for key, _ in pairs]
-        twice = [key for n, key in enumerate(keys) if key in keys[:n]]
-        if twice:
-            raise ValueError(f"key {twice[0]!r} appears twice in one object")
+        for n, (key, _) in enumerate(pairs):
+            if key in dict(pairs[:n]):
+                raise ValueError(f"key {key!r} appears twice in one object")
         return dict(pairs)
 
-    def plain(kind):
-        def number(text):
-            if len(text) > 40 or not math.isfinite(kind(text)):
-                raise ValueError(f"{text[:12]}... is too long, too large or not a number")
-            return kind(text)
-        return number
+    def plain(text, kind=float):
+        if len(text) > 40 or not math.isfinite(kind(text)):
+            raise ValueError(f"{text[:12]}... is too long, too large or not a number")
+        return kind(text)
 
     try:
-        return json.loads(read_text(path), object_pairs_hook=keys_once, parse_int=plain(int),
-                          parse_float=plain(float), parse_constant=plain(float))
+        return json.loads(read_text(path), object_pairs_hook=keys_once, parse_float=plain,
+                          parse_constant=plain, parse_int=lambda text: plain(text, int))
     except RecursionError:
         raise FileProblem(f"{path} is not JSON that can be read: nested too deep") from None
     except ValueError as error:         # json.JSONDecodeError too
@@ -306,13 +286,13 @@ def read_json(path):
 
 def write_text(path, text):
     """Write text to path as UTF-8: to a temporary file beside it first, which then replaces
-    path, so that a failed write leaves the old file as it was."""
+    path, so that a failed or interrupted write leaves the old file as it was."""
     temporary = f"{path}.tmp"
     try:
         with open(temporary, "wb") as file:
             file.write(text.encode("utf-8"))
         os.replace(temporary, path)
-    except BaseException as error:      # an interruption too: no half-written file is left
+    except BaseException as error:
         if os.path.isfile(temporary):
             os.remove(temporary)
         if isinstance(error, OSError):
@@ -322,11 +302,9 @@ def write_text(path, text):
 
 
 def read_corpus(path=None):
-    """The corpus text (corpus.txt, or path), exactly as stored: UTF-8 with "\\n" line ends,
-    refused otherwise."""
-    path = path or CORPUS_PATH
-    text = read_text(path)
-    check_corpus(text, os.path.basename(path))
+    """The corpus text (corpus.txt, or path): UTF-8 with "\\n" line ends, refused otherwise."""
+    text = read_text(path or CORPUS_PATH)
+    check_corpus(text, os.path.basename(path or CORPUS_PATH))
     return text
 
 
@@ -334,32 +312,27 @@ def read_corpus(path=None):
 
 def check(corpus_path=None, tokenizer_path=None, out=None):
     """Compare tokenizer.json (or tokenizer_path) with what corpus.txt (or corpus_path) trains
-    to; print whether they agree, and the first line that differs; return 0 or 1."""
-    corpus_path, tokenizer_path = corpus_path or CORPUS_PATH, tokenizer_path or TOKENIZER_PATH
-    name, corpus = os.path.basename(tokenizer_path), os.path.basename(corpus_path)
-    expected = Tokenizer.train(read_corpus(corpus_path), VOCAB_SIZE).to_json().splitlines(True)
-    if not os.path.isfile(tokenizer_path):
-        print(f"{name} is missing ({tokenizer_path}); run: python3 bpe.py --write", file=out)
-        return 1
-    actual = read_text(tokenizer_path).splitlines(True)
-    if actual == expected:
-        print(f"{name} is up to date: {VOCAB_SIZE} tokens, as {corpus} trains to", file=out)
-        return 0
-    n = next((n for n, (a, b) in enumerate(zip(actual, expected)) if a != b), len(expected))
-    on_disk, trained = (lines[n].rstrip("\n") if n < len(lines) else "(the end)"
-                        for lines in (actual, expected))
-    print(f"{name} is not what {corpus} trains to: line {n + 1} is {on_disk!r} on disk, "
-          f"{trained!r} trained now; run: python3 bpe.py --write", file=out)
-    return 1
+    to; print whether they agree, or the first line that differs; return 0 or 1."""
+    path = tokenizer_path or TOKENIZER_PATH
+    trained = Tokenizer.train(read_corpus(corpus_path), VOCAB_SIZE).to_json().splitlines()
+    found = read_text(path).splitlines() if os.path.isfile(path) else None
+    n = next((n for n, (a, b) in enumerate(zip(found or [], trained)) if a != b), len(found or []))
+    print(f"{os.path.basename(path)} is up to date: {VOCAB_SIZE} tokens, as the corpus trains to"
+          if found == trained else f"{path} is missing" if found is None else
+          f"{os.path.basename(path)} is not what the corpus trains to: its line {n + 1} is "
+          f"{(found + ['(the end)'])[n]!r}, trained now {(trained + ['(the end)'])[n]!r}",
+          "" if found == trained else "; run: python3 bpe.py --write", sep="", file=out)
+    return int(found != trained)
 
 
 def shown(token):
-    """A token as the demo prints it, in quotes so that a leading space shows: " mia"."""
+    """A token in quotes, so that a leading space shows: " mia"."""
     return json.dumps(token, ensure_ascii=False)
 
 
 def demo():
-    """Print the merges with their counts, then the first story and two sentences in tokens."""
+    """Print the merges with their counts, then the first story and two sentences in tokens;
+    return the exit code, 0."""
     text = read_corpus()
     vocab, merges, counts = learn_merges(text, VOCAB_SIZE)
     tokenizer = Tokenizer(vocab, [(vocab[left], vocab[right]) for left, right in merges])
@@ -374,8 +347,9 @@ def demo():
     print(f"the first story plus its newline, {len(tokenizer.encode(story))} tokens:")
     print("|" + "|".join(tokenizer.tokens(story)).replace("\n", "\\n") + "|")
     for sentence in ("now mia gives the hat to leo.", "mia has a red ball."):
-        print(f"{sentence} -> " + " ".join(f"{i}={shown(vocab[i])}"
-                                         for i in tokenizer.encode(sentence)))
+        print(f"{sentence}\n  " + " ".join(f"{i}={shown(vocab[i])}"
+                                            for i in tokenizer.encode(sentence)))
+    return 0
 
 
 def main(argv=None):
@@ -385,25 +359,17 @@ def main(argv=None):
                     "corpus.txt, and sentences split into tokens.", allow_abbrev=False)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true",
-                      help=f"train {VOCAB_SIZE} tokens on corpus.txt and write tokenizer.json: "
-                           f"python3 bpe.py --write")
-    mode.add_argument("--check", action="store_true",
-                      help="exit 1, saying what differs, if tokenizer.json is not what "
-                           "corpus.txt trains to: python3 bpe.py --check")
+                      help=f"train {VOCAB_SIZE} tokens on corpus.txt and write tokenizer.json")
+    mode.add_argument("--check", action="store_true", help="exit 1, saying what differs, if "
+                      "tokenizer.json is not what corpus.txt trains to")
     args = parser.parse_args(argv)
-    return run_reporting_problems(lambda: run(args))
+    return run_reporting_problems(check if args.check else write if args.write else demo)
 
 
-def run(args):
-    """Do what the parsed command line asks; return the exit code."""
-    if args.check:
-        return check()
-    if args.write:
-        tokenizer = Tokenizer.train(read_corpus(), VOCAB_SIZE)
-        tokenizer.save(TOKENIZER_PATH)
-        print(f"wrote {TOKENIZER_PATH}: {len(tokenizer.vocab)} tokens")
-    else:
-        demo()
+def write():
+    """Train on corpus.txt, write tokenizer.json; return the exit code, 0."""
+    Tokenizer.train(read_corpus(), VOCAB_SIZE).save(TOKENIZER_PATH)
+    print(f"wrote {TOKENIZER_PATH}: {VOCAB_SIZE} tokens")
     return 0
 
 
@@ -413,7 +379,7 @@ def run_reporting_problems(action):
     lab gives a traceback. (trace_block.py's command line uses it too.)"""
     if sys.stdout is None:                  # started with its output closed: 1>&-
         return report("cannot print: standard output is closed")
-    if hasattr(sys.stdout, "reconfigure"):  # a character the terminal lacks prints as \x..
+    if hasattr(sys.stdout, "reconfigure"):  # a letter the terminal lacks prints as \x..
         sys.stdout.reconfigure(errors="backslashreplace")
     try:
         code = action()
@@ -422,78 +388,66 @@ def run_reporting_problems(action):
     except FileProblem as problem:
         return report(str(problem))
     except FileNotFoundError as error:
-        hint = {"tokenizer.json": " Run: python3 bpe.py --write", "block-trace.json":
-                " Run: python3 trace_block.py --write"}.get(os.path.basename(error.filename), "")
-        return report(f"cannot read {error.filename}: no such file.{hint}")
+        return report(f"cannot read {error.filename}: no such file." + " Run: python3 bpe.py "
+                      "--write" * str(error.filename).endswith("tokenizer.json"))
     except OSError as error:
         if error.filename is not None:
             return report(f"cannot use {error.filename}: {error.strerror}")
         # standard output failed (| head, > /dev/full): send the rest to the null device, so
-        # that Python's own flush at exit does not fail a second time
+        # that Python's own flush at exit does not fail a second time; a reader that stopped
+        # early (a broken pipe) needs no word
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        if isinstance(error, BrokenPipeError):
-            return 1                        # the reader stopped early: nothing to say
-        return report(f"cannot write to standard output: {error.strerror or error}")
+        return 1 if isinstance(error, BrokenPipeError) else report(
+            f"cannot write to standard output: {error.strerror}")
 
 
 def report(message):
-    """Print message as the one line of a failed command; return exit code 1."""
-    print(message, file=sys.stderr)
+    print(message, file=sys.stderr)     # the one line of a failed command
     return 1
 
 
 ################ Input checks (you can skip this section)
 
-def check_chunks_cover(chunks, text, pattern):
-    """Refuse a split that lost part of text (a custom pattern can skip characters)."""
+def check_chunks_cover(chunks, text, pattern):       # a custom pattern can skip characters
     covered = "".join(chunks)
     if covered != text:
         at = next((n for n, (a, b) in enumerate(zip(covered, text)) if a != b), len(covered))
         raise ValueError(f"the pattern {pattern!r} skips {text[at:at + 10]!r} at position {at}")
 
 
-def check_corpus(text, name="corpus.txt"):
+def check_corpus(text, name):
     """Refuse a corpus that is empty, has Windows line ends, or does not end its first story
     with a newline: the lab's files are compared byte for byte, with "\\n" line ends."""
-    if not text:
-        raise FileProblem(f"{name} is empty: it needs at least one story, one per line")
-    if "\r" in text:
-        line = text.count("\n", 0, text.index("\r")) + 1
-        raise FileProblem(f"{name} line {line} ends with \\r\\n (Windows line ends); the lab's "
-                          f"files use \\n")
-    if "\n" not in text:
-        raise FileProblem(f"{name} line 1 does not end with a newline: each story is one line")
+    if not text or "\r" in text or "\n" not in text:
+        raise FileProblem(f"{name} is empty: it needs at least one story, one per line" if not
+                          text else f"{name} line {text.count(chr(10), 0, text.find(chr(13))) + 1}"
+                          f" ends with \\r\\n (Windows line ends); the lab's files use \\n" if
+                          "\r" in text else f"{name} line 1 does not end with a newline")
 
 
 def check_counts(counts):
-    """Refuse empty pair counts: every chunk is one token, and no merge is left to make."""
     if not counts:
         raise ValueError("no pair left to merge: every chunk of the text is one token, so the "
                          "vocabulary cannot grow any larger")
 
 
 def check_pair(pair):
-    """Refuse a pair that is not a tuple of two ids: a list [1, 2] never equals the tuple
-    (ids[i], ids[i + 1]), so it would merge nothing."""
-    if not isinstance(pair, tuple) or len(pair) != 2:
+    if not isinstance(pair, tuple) or len(pair) != 2:     # a list would merge nothing
         raise TypeError(f"pair must be a tuple of two token ids, such as (1, 2), not {pair!r}")
 
 
 def check_pattern(pattern):
-    """Refuse a pattern that is not a regular expression without capturing groups."""
-    if not isinstance(pattern, str):
-        raise TypeError(f"pattern must be a str, not {type(pattern).__name__}")
+    """Refuse a pattern that is not a str holding a regular expression without a capturing
+    group (re.findall would return the groups, not the chunks)."""
     try:
-        groups = re.compile(pattern).groups
-    except re.error as error:
-        raise ValueError(f"pattern {pattern!r} is not a regular expression: {error}") from None
-    if groups:      # re.findall would return the groups, not the chunks
-        raise ValueError(f"pattern {pattern!r} has a capturing group; write (?:...) instead")
+        if re.compile(pattern).groups:
+            raise ValueError(f"pattern {pattern!r} has a capturing group; write (?:...) instead")
+    except (re.error, TypeError) as error:
+        raise type(error)(f"pattern {pattern!r} is not a regular expression: {error}") from None
 
 
 def check_training(text, vocab_size, pattern):
-    """Refuse a text, a vocabulary size or a pattern that training cannot use."""
     check_pattern(pattern)
     if not isinstance(text, str) or type(vocab_size) is not int:
         raise TypeError(f"training needs a str and an int vocabulary size, not "
@@ -505,10 +459,9 @@ def check_training(text, vocab_size, pattern):
 
 def check_new_token(new_token, vocab):
     """Refuse a merge whose token exists already ("a"+"bc" after "ab"+"c"): tokenizer.json
-    maps token -> id, so two ids cannot share one string."""
+    maps token -> id, and two ids cannot share one string."""
     if new_token in vocab:
-        raise ValueError(f"merge {len(vocab)} would make {new_token!r} a second time "
-                         f"(it is already token {vocab.index(new_token)})")
+        raise ValueError(f"merge {len(vocab)} would make {new_token!r} a second time")
 
 
 def check_tokenizer_parts(vocab, merges, pattern):
@@ -517,47 +470,37 @@ def check_tokenizer_parts(vocab, merges, pattern):
     tokens made before it."""
     check_pattern(pattern)
     if not isinstance(vocab, (list, tuple)) or not isinstance(merges, (list, tuple)):
-        raise TypeError(f"vocab and merges must be lists, not {type(vocab).__name__} and "
-                        f"{type(merges).__name__}")
-    for i, token in enumerate(vocab):
-        if not isinstance(token, str) or not token:
-            raise TypeError(f"token {i} must be a non-empty str, not {token!r}")
+        raise TypeError(f"vocab and merges must be lists, not {vocab!r:.30} and {merges!r:.30}")
+    wrong = [f"token {i} is {token!r}" for i, token in enumerate(vocab) if not (
+        isinstance(token, str) and token)] + [f"merge {r} is {pair!r}" for r, pair in enumerate(
+            merges) if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and all(
+                isinstance(part, str) for part in pair))]
+    if wrong:
+        raise TypeError(f"{wrong[0]}: tokens are non-empty strings, merges [left, right] pairs")
     A = len(vocab) - len(merges)
-    twice = [token for i, token in enumerate(vocab) if token in vocab[:i]]
-    long = [token for token in vocab[:max(A, 0)] if len(token) != 1]
-    if twice or A < 1 or long:
-        raise ValueError(f"tokens appear more than once in vocab: {twice}" if twice else
-                         f"{len(merges)} merges but only {len(vocab)} tokens" if A < 1 else
-                         f"token {long[0]!r} is in the base alphabet (ids 0..{A - 1}) but is "
-                         f"not a single character")
-    for rank, pair in enumerate(merges):
-        if not isinstance(pair, (list, tuple)) or len(pair) != 2 or not all(
-                isinstance(part, str) for part in pair):
-            raise TypeError(f"merge {rank} must be a [left, right] pair of strings, not {pair!r}")
-        unmade = [part for part in pair if part not in vocab[:A + rank]]
-        if unmade or vocab[A + rank] != pair[0] + pair[1]:
-            raise ValueError(f"merge {rank} {list(pair)} uses {unmade[0]!r}, which is not a "
-                             f"token made before it" if unmade else
-                             f"merge {rank} {list(pair)} must make token {A + rank}, but that is "
-                             f"{vocab[A + rank]!r}")
+    problems = ([f"token {token!r} appears twice in vocab" for i, token in enumerate(vocab)
+                 if token in vocab[:i]] + [f"{len(merges)} merges but only {len(vocab)} "
+                                           f"tokens"] * (A < 1)
+                + [f"token {token!r} is in the base alphabet (ids 0..{A - 1}) but is not a single "
+                   f"character" for token in vocab[:max(A, 0)] if len(token) != 1]
+                + [f"merge {r} {list(pair)} must make token {A + r} from two tokens made before "
+                   f"it" for r, pair in enumerate(merges) if A > 0 and (vocab[A + r] != "".join(
+                       pair) or not set(pair) <= set(vocab[:A + r]))])
+    if problems:
+        raise ValueError(problems[0])
 
 
 def check_fields(data):
-    """Refuse parsed JSON unless it holds tokenizer.json's four fields, each of its type."""
-    if not isinstance(data, dict):
-        raise TypeError(f"expected a JSON object, not {type(data).__name__}")
-    if sorted(data) != sorted(FIELDS):
-        raise ValueError(f"fields {list(data)}; a tokenizer has exactly {list(FIELDS)}")
-    for field, kind in zip(FIELDS, (int, str, dict, list)):
-        if not isinstance(data[field], kind) or isinstance(data[field], bool):
-            raise TypeError(f"field {field!r} must be a JSON {kind.__name__}, "
-                            f"not {data[field]!r:.40}")
-    if data["version"] != FORMAT_VERSION:
-        raise ValueError(f"version {data['version']} is not supported "
-                         f"(this bpe.py reads version {FORMAT_VERSION})")
-    ids = list(data["vocab"].values())
-    if not all(type(i) is int for i in ids) or sorted(ids) != list(range(len(ids))):
-        raise ValueError(f"vocab ids must be the integers 0..{len(ids) - 1}, each once")
+    """Refuse parsed JSON unless it is an object holding what FIELDS says of each field."""
+    if not isinstance(data, dict) or sorted(data) != sorted(FIELDS):
+        raise ValueError(f"expected an object of the fields {list(FIELDS)}, not {data!r:.60}")
+    fits = {"version": data["version"] == 1 and type(data["version"]) is int,
+            "pattern": isinstance(data["pattern"], str), "merges": isinstance(data["merges"], list),
+            "vocab": isinstance(data["vocab"], dict) and sorted(map(repr, data["vocab"].values()))
+            == sorted(map(repr, range(len(data["vocab"]))))}
+    for field in FIELDS:
+        if not fits[field]:
+            raise ValueError(f"field {field!r} must be {FIELDS[field]}, not {data[field]!r:.40}")
 
 
 def check_text(text, alphabet):
@@ -571,7 +514,7 @@ def check_text(text, alphabet):
 
 
 def check_ids(ids, vocab_size):
-    """Refuse anything but a list of int ids in 0..vocab_size-1 (True is an int: refused)."""
+    """Refuse anything but a list of int ids in 0..vocab_size-1 (True is an int, and refused)."""
     if not isinstance(ids, list) or not all(type(i) is int for i in ids):
         raise TypeError(f"decode takes a list of int token ids, not {ids!r:.40}")
     outside = [i for i in ids if not 0 <= i < vocab_size]
@@ -584,7 +527,8 @@ def check_ids(ids, vocab_size):
 #
 #     base alphabet: 27 characters, ids 0..26: "\n ',.abcdeghiklmnoprstuvwyz"
 #     ...
-#     now mia gives the hat to leo. -> 16="n" 40="ow" 65=" mia" 50=" gives" 30=" the" 79=" hat" 37=" to" 70=" leo" 4="."
+#     now mia gives the hat to leo.
+#       16="n" 40="ow" 65=" mia" 50=" gives" 30=" the" 79=" hat" 37=" to" 70=" leo" 4="."
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -8,15 +8,7 @@ each time; block-trace.json only remembers them, so that a change that moves one
 
 The file reads: the trace, the gradient check, the position experiment; then, out of the
 lesson's path, the recorded file, timing, pictures, the command line and the input checks.
-
-Run:
-    python3 trace_block.py            the figures the lesson talks about, and whether
-                                      block-trace.json still holds them
-    python3 trace_block.py --json     the whole trace, as block-trace.json holds it
-    python3 trace_block.py --check    exit 1 if block-trace.json is out of date, naming what moved
-    python3 trace_block.py --write    rewrite block-trace.json (after a deliberate change)
-    python3 trace_block.py --show     pictures: the position experiment and the attention weights
-    python3 trace_block.py --time     milliseconds per training step and tokens per second
+Run `python3 trace_block.py --help` for what it does; with no flag, it prints the figures.
 """
 import argparse
 import functools
@@ -55,13 +47,13 @@ def trace(tok=None, story=None):
     for the lab's tokenizer and the first story of corpus.txt (with its newline)."""
     tok = load_tokenizer() if tok is None else tok
     story = first_story() if story is None else story
-    ids = story_ids(tok, story, SERIES["max_len"])
+    ids = encode_line(tok, story, 1)
+    check_story(ids, SERIES["max_len"])
     p = build(tok, SERIES)
     x, y = ids[:-1], ids[1:]                                 # each token predicts the next
     logits, cache = model.forward(p, x)
     loss, _ = model.loss_and_dlogits(logits, y)
-    row0 = cache["h1"][0]                                   # LN1's output at position 0
-    d = len(row0)
+    row0, d = cache["h1"][0], SERIES["d"]                   # LN1's output at position 0
     report = small_copy_check(len(tok.vocab), tuple(tok.encode(GRADIENT_SENTENCE)))
     return {
         "story": story,
@@ -70,12 +62,9 @@ def trace(tok=None, story=None):
         "vocab_size": len(tok.vocab),
         "parameter_count": model.count_params(p),
         "parameters_by_tensor": {name: list(model.shape(t)) for name, t in p.items()},
-        "shapes": {
-            "x0": list(model.shape(cache["x0"])),
-            "attention_weights": list(model.shape(cache["att"]["weights"])),
-            "mlp_hidden": list(model.shape(cache["act"])),
-            "logits": list(model.shape(logits)),
-        },
+        "shapes": {name: list(model.shape(value)) for name, value in (
+            ("x0", cache["x0"]), ("attention_weights", cache["att"]["weights"]),
+            ("mlp_hidden", cache["act"]), ("logits", logits))},
         "initial_loss": round(loss, 4),
         "uniform_loss": round(math.log(len(tok.vocab)), 4),
         "layernorm_row0": {
@@ -84,10 +73,8 @@ def trace(tok=None, story=None):
             "variance": round(math.fsum(v * v for v in row0) / d, 4),
         },
         "order_test": {
-            "a": ORDER_A,
-            "b": ORDER_B,
-            "tokens_a": tok.tokens(ORDER_A),
-            "tokens_b": tok.tokens(ORDER_B),
+            "a": ORDER_A, "b": ORDER_B,
+            "tokens_a": tok.tokens(ORDER_A), "tokens_b": tok.tokens(ORDER_B),
             "last_logit_gap_without_positions": last_logits_gap(p, tok, False),
             "last_logit_gap_with_positions": round(last_logits_gap(p, tok, True), 6),
             "gaps_by_position_without_positions": position_gaps(p, tok, False),
@@ -116,14 +103,6 @@ def first_story():
     return text[:text.index("\n") + 1]
 
 
-def story_ids(tok, story, max_len):
-    """The token IDs of the first story, refused (naming corpus.txt) unless the model can read
-    all but its last token."""
-    ids = encode_line(tok, story, 1)
-    check_story(ids, max_len)
-    return ids
-
-
 def build(tok, cfg):
     """Fresh parameters for the tokenizer's vocabulary and a config such as SERIES or TINY."""
     check_config(tok, cfg)
@@ -133,15 +112,11 @@ def build(tok, cfg):
 ################ The gradient check
 
 def numeric_gradients(p, x, y, step=STEP, names=None):
-    """Central differences of the loss for every entry of p (or of the tensors named), one
-    entry at a time.
-
-    Each entry is nudged by +step and -step and the loss recomputed: the slope between the
-    two is the numerical gradient. Returns (numeric, kinks): numeric has p's names and shapes;
-    kinks lists the entries, (name, row, column) or (name, index), whose nudge switched a relu
-    on or off. The difference quotient there is a slope across the kink, not a derivative.
-    Every entry is put back as it was, even if the loss raises or the run is interrupted.
-    """
+    """Central differences of the loss for every entry of p (or of the tensors named): each
+    entry nudged by +step and -step, the loss recomputed, the slope between the two. Returns
+    (numeric, kinks): numeric has p's names and shapes; kinks lists the entries, (name, row,
+    column) or (name, index), whose nudge switched a relu on or off, where the quotient is a
+    slope across the kink, not a derivative. Every entry is put back, even if the loss raises."""
     check_nudging(p, step, names)
     numeric, kinks = {}, []
     for name, tensor in p.items():
@@ -182,15 +157,11 @@ def backward_gradients(p, x, y):
 
 
 def compare_gradients(grads, numeric, kinks=()):
-    """How far backward()'s gradients are from the numeric ones, over every tensor numeric
-    holds: a dict of parameters_checked, max_abs_error, max_rel_error, errors_by_tensor (each
-    tensor's largest absolute error, in numeric's order), kinks and worst (the entry of the
-    largest absolute error, with both its values).
-
-    The relative error is cs231n's |a - n| / max(|a|, |n|), over the entries at least 1e-4 in
-    size: the difference quotient carries a rounding error near 1e-9, which would swamp the
-    ratio for smaller ones. The entries named in kinks are listed, not compared.
-    """
+    """How far backward()'s gradients are from the numeric ones, for every tensor numeric holds
+    (the entries named in kinks left out): a dict of parameters_checked, max_abs_error,
+    max_rel_error, errors_by_tensor (each tensor's largest error), kinks and worst (the worst
+    entry, with both values). The relative error is cs231n's |a - n| / max(|a|, |n|), over the
+    entries of 1e-4 or more: for smaller ones the quotient's rounding error (1e-9) swamps it."""
     check_gradients_fit(grads, numeric)
     report = {"parameters_checked": 0, "max_abs_error": 0.0, "max_rel_error": 0.0,
               "errors_by_tensor": {}, "kinks": list(kinks), "worst": None}
@@ -215,24 +186,18 @@ def compare_gradients(grads, numeric, kinks=()):
     return report
 
 
-def gradient_check(p, x, y, step=STEP):
-    """Compare backward() with central differences for every parameter of p, setting aside
-    the entries at a relu kink (see numeric_gradients): compare_gradients' report."""
-    return compare_gradients(backward_gradients(p, x, y), *numeric_gradients(p, x, y, step))
-
-
 def gradient_error(p, x, y):
-    """The largest |central difference - backward()| over every parameter, step 1e-6. Every
-    entry counts, a relu kink's too (gradient_check sets those aside)."""
+    """The largest |central difference - backward()| over every parameter (step 1e-6), a relu
+    kink's too (compare_gradients can set those aside)."""
     numeric, _ = numeric_gradients(p, x, y)
     return compare_gradients(backward_gradients(p, x, y), numeric)["max_abs_error"]
 
 
 @functools.lru_cache(maxsize=None)
 def small_copy_check(vocab, ids):
-    """The gradient check of the small copy (TINY, vocab tokens) on a tuple of token ids,
-    every entry compared, kinks too: compare_gradients' report. Made once per run, as the
-    trace and the lesson's gradient test ask for the same one: treat it as read-only."""
+    """The gradient check of the small copy (TINY, vocab tokens) on a tuple of token ids, every
+    entry compared, kinks too: made once per run, for the trace and the lesson's gradient test
+    ask for the same one (treat it as read-only)."""
     p = model.init_params(vocab, TINY["d"], TINY["hidden"], TINY["max_len"], TINY["seed"])
     x, y = list(ids[:-1]), list(ids[1:])
     numeric, _ = numeric_gradients(p, x, y)
@@ -240,11 +205,7 @@ def small_copy_check(vocab, ids):
 
 
 def flatten(tensor):
-    """The numbers of a vector or a matrix, row by row.
-
-    >>> flatten([[1.0, 2.0], [3.0, 4.0]]), flatten([5.0, 6.0])
-    ([1.0, 2.0, 3.0, 4.0], [5.0, 6.0])
-    """
+    """The numbers of a vector or a matrix, row by row: [[1.0, 2.0], [3.0]] -> [1.0, 2.0, 3.0]."""
     model.shape(tensor)
     return [v for row in tensor for v in row] if isinstance(tensor[0], list) else list(tensor)
 
@@ -254,7 +215,7 @@ def flatten(tensor):
 def exact_gaps(p, tok, use_positions):
     """Per position, the largest absolute score difference between the two order sentences,
     not rounded, so that 0.0 means bit-identical scores."""
-    check_order_sentences(tok)
+    check_sentences(tok)
     la = model.forward(p, tok.encode(ORDER_A), use_positions)[0]
     lb = model.forward(p, tok.encode(ORDER_B), use_positions)[0]
     return [max(abs(u - v) for u, v in zip(ra, rb)) for ra, rb in zip(la, lb)]
@@ -290,32 +251,24 @@ def summary(figures):
     >>> summary(json.loads(TRACE_FILE.read_text(encoding="utf-8")))[4]
     'initial loss          4.5805, against ln 96 = 4.5643 for a model that knows nothing'
     """
-    gaps, order = figures["gradient_check"], figures["order_test"]
+    cfg, grads, order = figures["series_config"], figures["gradient_check"], figures["order_test"]
     shapes = ", ".join(f"{name} {'×'.join(map(str, s))}" for name, s in figures["shapes"].items())
-    return [
-        f"the first story of corpus.txt, {figures['story_tokens']} tokens:",
-        f"  {figures['story'].strip()}",
-        f"parameters            {figures['parameter_count']:,} (d {figures['series_config']['d']}, "
-        f"hidden {figures['series_config']['hidden']}, {figures['series_config']['max_len']} "
-        f"positions, seed {figures['series_config']['seed']})",
-        f"shapes (T = {figures['shapes']['x0'][0]})       {shapes}",
-        f"initial loss          {figures['initial_loss']}, against ln {figures['vocab_size']} = "
-        f"{figures['uniform_loss']} for a model that knows nothing",
-        f"layer norm, row 0     mean {figures['layernorm_row0']['mean']}, variance "
-        f"{figures['layernorm_row0']['variance']} (ε pulls it below 1)",
-        f"gradient check        {gaps['parameters_checked']:,} parameters of the small copy, "
-        f"largest error {gaps['max_error_rounded']:.7f} (rounded to 7 places)",
-        f"position experiment   {order['a']!r} against {order['b']!r}",
-        f"  largest score gap at the last position: {order['last_logit_gap_without_positions']}"
-        f" without position embeddings, {order['last_logit_gap_with_positions']} with them",
-        f"  and at each position, without them: "
-        f"{' '.join(map(str, order['gaps_by_position_without_positions']))}",
-    ]
-
-
-def write(path=None):
-    """Compute the trace and write it to path (block-trace.json)."""
-    bpe.write_text(TRACE_FILE if path is None else path, to_json(trace()))
+    return [f"the first story of corpus.txt, {figures['story_tokens']} tokens:",
+            f"  {figures['story'].strip()}",
+            f"parameters            {figures['parameter_count']:,} (d {cfg['d']}, hidden "
+            f"{cfg['hidden']}, {cfg['max_len']} positions, seed {cfg['seed']})",
+            f"shapes (T = {figures['shapes']['x0'][0]})       {shapes}",
+            f"initial loss          {figures['initial_loss']}, against ln {figures['vocab_size']}"
+            f" = {figures['uniform_loss']} for a model that knows nothing",
+            f"layer norm, row 0     mean {figures['layernorm_row0']['mean']}, variance "
+            f"{figures['layernorm_row0']['variance']} (ε pulls it below 1)",
+            f"gradient check        {grads['parameters_checked']:,} parameters of the small copy,"
+            f" largest error {grads['max_error_rounded']:.7f} (rounded to 7 places)",
+            f"position experiment   {order['a']!r} against {order['b']!r}",
+            f"  largest score gap at the last position: {order['last_logit_gap_without_positions']}"
+            f" without position embeddings, {order['last_logit_gap_with_positions']} with them",
+            "  and at each position, without them: "
+            + " ".join(map(str, order["gaps_by_position_without_positions"]))]
 
 
 def check(path=None, figures=None):
@@ -381,12 +334,11 @@ def time_steps(lengths=(8, 16, 32, 64), repeats=9):
 
     rows = []
     for T in lengths:
-        step(ids[:T], ids[1:T + 1])                 # a first step, not timed: warming up
         times = []
-        for _ in range(repeats):
+        for n in range(repeats + 1):                # the first step, not timed, warms up
             start = time.perf_counter()
             step(ids[:T], ids[1:T + 1])
-            times.append(time.perf_counter() - start)
+            times += [time.perf_counter() - start] * (n > 0)
         rows.append((T, statistics.median(times) * 1e3))
     return rows
 
@@ -416,16 +368,15 @@ def encode_line(tok, line, number):
 WIDTH = 80                  # every line of the pictures fits in this many columns
 BAR_CELLS = 15              # the longest bar is this many characters
 EIGHTHS = "▏▎▍▌▋▊▉"         # 1/8 .. 7/8 of a character; a whole one is █
-# Shades for attention weights, each step down about half the weight. No cut point sits on a
-# uniform share 1/n (0.6 falls between 1 and 1/2, 0.3 between 1/3 and 1/4, 0.15 between 1/6 and
-# 1/7, 0.075 between 1/13 and 1/14), so a nearly uniform row gets one shade all along.
+# Shades for attention weights, each step about half the last. No cut sits on a uniform share
+# 1/n (0.6, 0.3, 0.15, 0.075 fall between 1/1 and 1/2, 1/3 and 1/4, 1/6 and 1/7, 1/13 and 1/14),
+# so a nearly uniform row gets one shade all along.
 SHADES = ((0.6, "█"), (0.3, "▓"), (0.15, "▒"), (0.075, "░"), (0.0, " "))
 MASKED = "·"                # drawn where a weight is exactly 0.0: what the causal mask gives j > i
 
 
 def bar(value, top, cells=BAR_CELLS):
-    """A bar of value / top * cells characters, in eighths, padded with spaces to cells.
-    Exactly 0.0 draws nothing at all; anything above 0 draws at least one eighth (▏).
+    """A bar of value / top * cells characters, in eighths: nothing for 0.0, at least ▏ above.
 
     >>> bar(1.0, 1.0, 4), bar(0.5, 1.0, 4), bar(0.001, 1.0, 4), bar(0.0, 1.0, 4)
     ('████', '██  ', '▏   ', '    ')
@@ -483,14 +434,14 @@ def gaps_caption(without, with_):
     >>> gaps_caption([0.0, 0.3, 0.1], [0.0, 0.2, 0.01])[:57]
     "without positions the last position's gap is 0.1, not 0.0"
     """
-    same = [str(t) for t, gap in enumerate(without[:-1]) if gap == 0.0]
-    return (("without positions the last position's gap is exactly 0.0: both sentences hold "
-             "the same tokens and every sum is correctly rounded (math.fsum), so their order is "
-             "invisible there" if without[-1] == 0.0 else f"without positions the last "
-             f"position's gap is {figure(without[-1])}, not 0.0: something sees the order")
-            + (f"; position(s) {', '.join(same)}: 0.0 too, the same tokens so far" if same else "")
-            + (f"; with positions the last one differs too, by {figure(with_[-1])}."
-               if with_[-1] > 0 else "; with positions the last gap is still 0.0."))
+    same = ", ".join(str(t) for t, gap in enumerate(without[:-1]) if gap == 0.0)
+    return ((f"without positions the last position's gap is {figure(without[-1])}, not 0.0: "
+             f"something sees the order" if without[-1] else "without positions the last "
+             "position's gap is exactly 0.0: both sentences hold the same tokens and every sum "
+             "is correctly rounded (math.fsum), so their order is invisible there")
+            + (f"; position(s) {same}: 0.0 too, the same tokens so far" * bool(same))
+            + (f"; with positions the last one differs too, by {figure(with_[-1])}." if with_[-1]
+               else "; with positions the last gap is still 0.0."))
 
 
 def show_attention(p, tok):
@@ -521,16 +472,14 @@ def attention_caption(weights):
     ahead = [(i, j) for i, row in enumerate(weights) for j, x in enumerate(row) if j > i and x]
     spread = max(max(row[:i + 1]) / min(row[:i + 1]) if min(row[:i + 1]) > 0 else math.inf
                  for i, row in enumerate(weights))
-    return ((f"{len(ahead)} cells above the diagonal carry weight (row {ahead[0][0]} gives "
-         f"{weights[ahead[0][0]][ahead[0][1]]:.4f} to the later column {ahead[0][1]}): the causal "
-         f"mask leaks, and a position sees tokens that come after it" if ahead else
-         f"every cell above the diagonal is {MASKED}, a weight of exactly 0: no position looks "
-         f"at a later one (the causal mask)")
-        + ("; some weights a row can see are exactly 0 (compare min and max)." if spread ==
-           math.inf else "; each row's weights are nearly uniform over the positions it sees, "
-           "about 1/(i+1) each (compare min and max): the weights start small and random, and "
-           "training has not yet taught the model where to look." if spread < 1.5 else
-           f"; within a row the weights differ by up to {spread:.1f} times (min and max)."))
+    return ((f"{len(ahead)} cells above the diagonal carry weight: the causal mask leaks, and "
+             f"a position sees tokens that come after it" if ahead else f"every cell above the "
+             f"diagonal is {MASKED}, a weight of exactly 0: no position looks at a later one")
+            + ("; some weights a row can see are exactly 0 (compare min and max)." if spread ==
+               math.inf else "; each row's weights are nearly uniform, about 1/(i+1) each "
+               "(compare min and max): the weights start small and random, and training has "
+               "not yet taught the model where to look." if spread < 1.5 else
+               f"; within a row the weights differ by up to {spread:.1f} times."))
 
 
 def show():
@@ -544,28 +493,25 @@ def show():
 
 ################ Command line
 
+FLAGS = (("--json", "print the whole trace, as block-trace.json holds it"),
+         ("--check", "exit 1 if block-trace.json differs from a fresh trace, naming each "
+                     "figure that moved (old -> new)"),
+         ("--write", "rewrite block-trace.json from a fresh trace, after a deliberate change"),
+         ("--show", "draw the position experiment and the attention weights"),
+         ("--time", "time one training step at T = 8, 16, 32 and 64 (the median of 9)"))
+
+
 def main(argv=None):
     """Run the command line; return the exit code. A problem with one of the lab's files, or
     with writing the output, is said in one line (exit 1); a traceback means a bug in the lab."""
     parser = argparse.ArgumentParser(
-        description="Run the one-block transformer on real text. With no flag: the figures the "
-                    "lesson talks about, and whether block-trace.json still holds them.",
-        epilog="examples:\n" + "\n".join(f"  python3 trace_block.py {flag:8} # {text}" for flag, text in (
-            ("", "the figures, and is block-trace.json up to date?"), ("--json", "the whole trace"),
-            ("--check", "exit 1, naming what moved, if block-trace.json is out of date"),
-            ("--write", "record a fresh trace after a deliberate change"),
-            ("--show", "the position experiment and the attention weights, drawn"),
-            ("--time", "how long one training step takes"))),
+        description="Run the one-block transformer on real text. With no flag: the figures\n"
+                    "the lesson talks about, and whether block-trace.json still holds them.",
+        epilog="examples:\n" + "\n".join(f"  python3 trace_block.py {flag}".rstrip() for flag, _ in
+                                          (("", ""),) + FLAGS),
         formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     action = parser.add_mutually_exclusive_group()
-    for flag, text in (("--json", "print the whole trace, as block-trace.json holds it"),
-                       ("--check", "exit 1 if block-trace.json differs from a fresh trace, "
-                                   "naming each figure that moved (old -> new)"),
-                       ("--write", "rewrite block-trace.json from a fresh trace"),
-                       ("--show", "draw the position experiment (a bar per position) and the "
-                                  "attention weights (a shaded grid)"),
-                       ("--time", "time one training step at T = 8, 16, 32 and 64 tokens "
-                                  "(the median of 9)")):
+    for flag, text in FLAGS:
         action.add_argument(flag, action="store_true", help=text)
     args = parser.parse_args(argv)
     return bpe.run_reporting_problems(lambda: run(args))
@@ -574,7 +520,7 @@ def main(argv=None):
 def run(args):
     """Do what the parsed command line asks; return the exit code."""
     if args.write:
-        write()
+        bpe.write_text(TRACE_FILE, to_json(trace()))
         print(f"wrote {TRACE_FILE.name}")
     elif args.check:
         ok, message = check()
@@ -583,10 +529,8 @@ def run(args):
     elif args.time:
         corpus_ids(load_tokenizer(), 65)        # a problem with the files shows before the table
         print(f"python {sys.version.split()[0]}: one training step (forward, loss, backward), "
-              f"the median of 9")
-        print(f"{'T':>4} {'ms/step':>9} {'tokens/s':>9}")
-        for T, ms in time_steps():
-            print(f"{T:>4} {ms:9.1f} {T / ms * 1e3:9.0f}")
+              f"the median of 9\n{'T':>4} {'ms/step':>9} {'tokens/s':>9}")
+        print("\n".join(f"{T:>4} {ms:9.1f} {T / ms * 1e3:9.0f}" for T, ms in time_steps()))
     elif args.show:
         show()
     elif args.json:
@@ -603,13 +547,17 @@ def run(args):
 ################ Input checks (you can skip this section)
 
 def check_sentences(tok):
-    """Refuse a tokenizer.json that cannot encode the sentences of the trace."""
+    """Refuse a tokenizer.json that cannot encode the sentences of the trace, or splits the
+    two order sentences into two lengths (position by position needs one)."""
+    check_config(tok, SERIES)
     for sentence in (ORDER_A, ORDER_B, GRADIENT_SENTENCE):
         try:
             tok.encode(sentence)
         except ValueError as error:
             raise FileProblem(f"{TOKENIZER_FILE.name} cannot encode {sentence!r}: {error}. "
                               f"Run: python3 bpe.py --write") from None
+    if len(tok.encode(ORDER_A)) != len(tok.encode(ORDER_B)):
+        raise FileProblem(f"{TOKENIZER_FILE.name} splits the order sentences into two lengths")
 
 
 def check_config(tok, cfg):
@@ -622,15 +570,13 @@ def check_config(tok, cfg):
 
 
 def check_story(ids, max_len):
-    """Refuse a first story the model cannot read, naming corpus.txt's line 1."""
-    if not 2 <= len(ids) <= max_len + 1:
+    if not 2 <= len(ids) <= max_len + 1:        # the model reads all the story but its last
         raise FileProblem(f"{CORPUS_FILE.name} line 1: the first story is {len(ids)} tokens; the "
                           f"trace reads all but the last, so it needs from 2 to {max_len + 1}")
 
 
 def check_nudging(p, step, names):
-    """Refuse a finite-difference step that is not a positive, finite number, and names that
-    are not parameters of p."""
+    """Refuse a step that is not a positive, finite number, and names that are not p's."""
     if type(step) not in (int, float) or not 0 < step < math.inf:
         raise ValueError(f"step must be a positive number, such as 1e-6, not {step!r}")
     model.check_params(p)
@@ -641,24 +587,12 @@ def check_nudging(p, step, names):
 
 def check_gradients_fit(grads, numeric):
     """Refuse two dicts of gradients unless grads holds numeric's names, in its shapes."""
-    if not isinstance(grads, dict) or not isinstance(numeric, dict) or not numeric:
-        raise TypeError("grads and numeric must be dicts of gradients, numeric not empty")
-    for name in numeric:
-        if name not in grads or model.shape(grads[name]) != model.shape(numeric[name]):
-            raise ValueError(f"gradient {name} is missing from grads or has another shape "
-                             f"than the numeric one, {model.shape(numeric[name])}")
-
-
-def check_order_sentences(tok):
-    """Refuse a tokenizer that splits the order sentences into two lengths."""
-    a, b = tok.encode(ORDER_A), tok.encode(ORDER_B)
-    if len(a) != len(b):
-        raise FileProblem(f"{TOKENIZER_FILE.name} splits the order sentences into {len(a)} and "
-                          f"{len(b)} tokens; position by position needs one length")
+    if not isinstance(grads, dict) or not isinstance(numeric, dict) or any(
+            n not in grads or model.shape(grads[n]) != model.shape(t) for n, t in numeric.items()):
+        raise ValueError("grads must be a dict holding every gradient numeric holds, in its shape")
 
 
 def check_lengths(lengths):
-    """Refuse sequence lengths the series model cannot take."""
     if not lengths or not all(type(T) is int and 1 <= T <= SERIES["max_len"] for T in lengths):
         raise ValueError(f"lengths must be ints from 1 to {SERIES['max_len']}, not {lengths!r}")
 

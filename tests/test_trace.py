@@ -140,7 +140,7 @@ class CommandLineTests(unittest.TestCase):
         code, out, _ = run_main(trace_block.main, "--help")
         self.assertEqual(code, 0)
         for flag in ("--json", "--check", "--write", "--show", "--time"):
-            self.assertIn(f"python3 trace_block.py {flag} ", out)
+            self.assertIn(f"  python3 trace_block.py {flag}\n", out)
         for wrong in ("--chek", "--writ", "check"):
             with self.subTest(flag=wrong):
                 self.assertEqual(run_main(trace_block.main, wrong)[0], 2)
