@@ -1,12 +1,6 @@
-"""The lesson's twelve tests, in its three classes and order.
-
-Run (from this folder, with nothing to install):
-    python3 -m unittest -v test_model.py      these twelve
-    python3 -m unittest                       these and the lab's own tests, in tests/
-
-    Recorded        1      block-trace.json holds what the code computes
-    Mechanism       2-6    gradients, layer norm, causality, the position embeddings' gradient
-    FailureCases    7-12   word order without positions, and the input the model refuses
+"""The lesson's twelve tests, in its three classes and order: Recorded (1), Mechanism (2-6)
+and FailureCases (7-12). Run: python3 -m unittest -v test_model.py (the whole lab's tests,
+these and tests/: python3 -m unittest).
 
 When the recorded figures move, test 1 also says where the computation first departs: it
 compares forward's intermediate results, step by step, with values recorded in
@@ -56,54 +50,44 @@ def ball():
 
 ################ Where the computation first departs (tests 1 and 2)
 
-# Forward's intermediate results in the order they are made: (cache entry, what makes it).
+# Forward's intermediate results in the order they are made: (cache entries, what makes them).
 FORWARD_STEPS = [
     ("x0", "forward step 1: the embeddings, x0 = tok_emb[ids] + pos_emb[0:T]"),
-    ("ln1.std", "layernorm_forward (LN1) step 2: each row's std"),
-    ("ln1.xhat", "layernorm_forward (LN1) step 2: xhat, the row scaled"),
+    ("ln1.std ln1.xhat", "layernorm_forward (LN1) step 2: each row's std, and xhat"),
     ("h1", "layernorm_forward (LN1) step 3: gain and bias"),
-    ("att.q", "attention_forward step 1: the queries"), ("att.k", "attention_forward step 1: "
-                                                          "the keys"),
-    ("att.v", "attention_forward step 1: the values"),
+    ("att.q att.k att.v", "attention_forward step 1: the queries, keys and values"),
     ("att.scores", "attention_forward step 2: the scores and the causal mask"),
     ("att.weights", "attention_forward step 3: the weights, softmax of the scores"),
     ("att.mixed", "attention_forward step 4: the mix of the values"),
     ("a", "attention_forward step 5: the projection"),
     ("x1", "forward step 2: the skip path, x1 = x0 + a"),
-    ("ln2.std", "layernorm_forward (LN2) step 2: each row's std"),
-    ("ln2.xhat", "layernorm_forward (LN2) step 2: xhat"), ("h2", "layernorm_forward (LN2) "
-                                                             "step 3: gain and bias"),
+    ("ln2.std ln2.xhat", "layernorm_forward (LN2) step 2: each row's std, and xhat"),
+    ("h2", "layernorm_forward (LN2) step 3: gain and bias"),
     ("pre", "forward step 3: pre = linear(h2, W1, b1)"), ("act", "forward step 3: the relu"),
     ("m", "forward step 3: m = linear(act, W2, b2)"),
     ("x2", "forward step 3: the skip path, x2 = x1 + m"),
-    ("lnf.std", "layernorm_forward (LNF) step 2: each row's std"),
-    ("lnf.xhat", "layernorm_forward (LNF) step 2: xhat"), ("hf", "layernorm_forward (LNF) "
-                                                             "step 3: gain and bias"),
+    ("lnf.std lnf.xhat", "layernorm_forward (LNF) step 2: each row's std, and xhat"),
+    ("hf", "layernorm_forward (LNF) step 3: gain and bias"),
     ("logits", "forward step 4: the output scores"),
     ("loss", "loss_and_dlogits: the mean cross-entropy"),
 ]
-# The gradients in the order backward() makes them: (name, where it is made, from what).
+# The gradients in the order backward() makes them: (names, where they are made, from what).
 BACKWARD_STEPS = [
     ("d_logits", "loss_and_dlogits: (softmax - one-hot) / T"),
-    ("W_out", "backward step 4: linear_backward of the output scores, from d_logits"),
-    ("b_out", "backward step 4: linear_backward of the output scores, from d_logits"),
-    ("lnf_g", "backward step 4: layernorm_backward (LNF), from d_hf"),
-    ("lnf_b", "backward step 4: layernorm_backward (LNF), from d_hf"),
-    ("W2", "backward step 3: the MLP's second layer, from d_m = d_x2 (layernorm_backward's d_x)"),
-    ("b2", "backward step 3: the MLP's second layer, from d_m = d_x2"),
-    ("W1", "backward step 3: the MLP's first layer, from d_pre (the relu's gate)"),
-    ("b1", "backward step 3: the MLP's first layer, from d_pre (the relu's gate)"),
-    ("ln2_g", "backward step 3: layernorm_backward (LN2), from d_h2"),
-    ("ln2_b", "backward step 3: layernorm_backward (LN2), from d_h2"),
+    ("W_out b_out", "backward step 4: linear_backward of the output scores, from d_logits"),
+    ("lnf_g lnf_b", "backward step 4: layernorm_backward (LNF), from d_hf"),
+    ("W2 b2", "backward step 3: the MLP's second layer, from d_m = d_x2, layernorm_backward's d_x"),
+    ("W1 b1", "backward step 3: the MLP's first layer, from d_pre (the relu's gate)"),
+    ("ln2_g ln2_b", "backward step 3: layernorm_backward (LN2), from d_h2"),
     ("Wo", "attention_backward step 5, from d_x1 (step 3's skip path: d_x2 + the MLP's)"),
     ("Wv", "attention_backward steps 4 and 1, from d_mixed"),
-    ("Wq", "attention_backward steps 3, 2 and 1: softmax_backward, the scores, the queries"),
-    ("Wk", "attention_backward steps 3, 2 and 1: softmax_backward, the scores, the keys"),
-    ("ln1_g", "backward step 2: layernorm_backward (LN1), from d_h1, attention_backward's d_x"),
-    ("ln1_b", "backward step 2: layernorm_backward (LN1), from d_h1, attention_backward's d_x"),
+    ("Wq Wk", "attention_backward steps 3, 2 and 1: softmax_backward, the scores, q and k"),
+    ("ln1_g ln1_b", "backward step 2: layernorm_backward (LN1), from attention_backward's d_x"),
     ("pos_emb", "backward step 1: a row per position, from d_x0 (step 2's skip path)"),
     ("tok_emb", "backward step 1: a row per token, the sum over its positions, from d_x0"),
 ]
+MADE_IN = {name: where for names, where in FORWARD_STEPS + BACKWARD_STEPS for name in names.split()}
+GRADIENTS = [name for names, _ in BACKWARD_STEPS for name in names.split()]   # backward order
 
 
 def forward_steps(module, p, ids):
@@ -111,7 +95,7 @@ def forward_steps(module, p, ids):
     does not hold is left out), the logits, and the loss of predicting ids[1:]."""
     logits, cache = module.forward(p, ids[:-1])
     found = {"logits": logits, "loss": module.loss_and_dlogits(logits, ids[1:])[0]}
-    for name, _ in FORWARD_STEPS[:-2]:
+    for name in list(MADE_IN)[:list(MADE_IN).index("logits")]:
         value = cache
         for key in name.split("."):
             value = value.get(key) if isinstance(value, dict) else None
@@ -143,7 +127,7 @@ def slope_errors(module, p, ids):
     d_logits = module.loss_and_dlogits(logits, y)[1]
     grads = {"d_logits": d_logits, **module.backward(p, cache, d_logits)}
     rng = random.Random(1)
-    for name, _ in BACKWARD_STEPS:
+    for name in GRADIENTS:
         point = logits if name == "d_logits" else p[name]
         rows = point if isinstance(point[0], list) else [point]
         u = [[rng.gauss(0, 1) for _ in row] for row in rows]
@@ -165,9 +149,8 @@ def first_wrong_gradient(errors, bound):
     """The first gradient in backward order whose error is not below bound, in words, or None.
     errors: a dict of name -> error, or (name, error) pairs in backward order."""
     if isinstance(errors, dict):
-        errors = [(name, errors[name]) for name, _ in BACKWARD_STEPS if name in errors]
-    made_in = dict(BACKWARD_STEPS)
-    return next((f"{name}, made in {made_in[name]}: error {error:.2g}"
+        errors = [(name, errors[name]) for name in GRADIENTS if name in errors]
+    return next((f"{name}, made in {MADE_IN[name]}: error {error:.2g}"
                  for name, error in errors if not error < bound), None)
 
 
@@ -182,10 +165,10 @@ def where_it_departs(module=model):
     recorded steps, else the first gradient that disagrees with finite differences."""
     recorded = recorded_steps()
     found = forward_steps(module, tiny(module), recorded["ids"])
-    for name, where in FORWARD_STEPS:
+    for name in list(MADE_IN)[:list(MADE_IN).index("d_logits")]:
         change = moved(found.get(name), recorded["forward"][name], name)
         if change and name in found:
-            return f"Forward departs first at {where}. {change}"
+            return f"Forward departs first at {MADE_IN[name]}. {change}"
     wrong = first_wrong_gradient(slope_errors(module, tiny(module), recorded["ids"]), TOLERANCE)
     return (f"Forward is unchanged; the first gradient, in backward order, that disagrees "
             f"with finite differences (along a random direction): {wrong}." if wrong
@@ -236,21 +219,18 @@ class Mechanism(unittest.TestCase):
             mean = math.fsum(row) / 16
             variance = math.fsum((v - mean) ** 2 for v in row) / 16
             self.assertAlmostEqual(mean, 1.0, places=12, msg=f"layernorm_forward: row {t}'s "
-                                   f"mean is {mean!r}, not 1: is the mean taken away, and the "
-                                   f"bias added?")
+                                   f"mean is {mean!r}, not 1: is the mean taken away?")
             # the biased variance of the normalized row, 1 less a hair for EPS, times 2²
             self.assertAlmostEqual(variance, 4.0, delta=1e-4, msg=f"layernorm_forward: row {t}'s "
                                    f"variance is {variance!r}, not 4 = gain²: the variance "
-                                   f"divides by d, inside the square root with EPS, and the "
-                                   f"gain multiplies")
+                                   f"divides by d, and EPS goes inside the square root")
 
     def test_layernorm_backward_with_nonunit_gains(self):
         """d_x, d_g and d_b of layer norm, with gains other than 1, match central
         differences of a loss that weighs every output."""
         rng, h = random.Random(2), 1e-6
-        x = [[rng.gauss(0, 1) for _ in range(5)] for _ in range(3)]
+        x, weights = ([[rng.gauss(0, 1) for _ in range(5)] for _ in range(3)] for _ in "xw")
         g, b = [rng.uniform(0.5, 2.0) for _ in range(5)], [rng.uniform(-1, 1) for _ in range(5)]
-        weights = [[rng.gauss(0, 1) for _ in range(5)] for _ in range(3)]
 
         def loss():   # a scalar that depends on every output: the sum of y · weights
             y, _ = model.layernorm_forward(x, g, b)
@@ -308,9 +288,7 @@ def causality_broken():
     try:
         Mechanism("test_later_token_does_not_change_earlier_logits").debug()
     except AssertionError:
-        return ("a later token changes earlier scores (see "
-                "test_later_token_does_not_change_earlier_logits): word order means nothing here")
-    return None
+        return "a later token changes earlier scores: see test_later_token_does_not_change_..."
 
 
 class FailureCases(unittest.TestCase):

@@ -27,7 +27,8 @@ def recorded_steps():
     found = test_model.forward_steps(model, p, ids)
     logits, cache = model.forward(p, ids[:-1])
     grads = model.backward(p, cache, model.loss_and_dlogits(logits, ids[1:])[1])
-    sections = {"forward": {name: found[name] for name, _ in test_model.FORWARD_STEPS},
+    sections = {"forward": {name: found[name] for names, _ in test_model.FORWARD_STEPS
+                            for name in names.split()},
                 "gradients": grads}
     parts = [f' "ids": {json.dumps(ids)}']
     for section, values in sections.items():
