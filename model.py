@@ -526,13 +526,13 @@ def check_finite(who, **tensors):
     for name, t in tensors.items():
         rows = t if t and isinstance(t[0], (list, tuple)) else [t]
         for r, row in enumerate(rows):
-            where = f"{who}: {name}" + (f" row {r}" if rows is t else "")
             try:
-                total = sum(map(abs, row))      # a bound, not a result: sum() will do
+                if sum(map(abs, row)) < HUGE:   # a bound, not a result: sum() will do
+                    continue                    # (and nan fails it too)
+                error = ValueError("holds inf, nan or a value beyond 1e150")
             except TypeError:
-                raise TypeError(f"{where} must hold numbers, not {row!r:.50}") from None
-            if not total < HUGE:                # nan fails it too
-                raise ValueError(f"{where} holds inf, nan or a value beyond 1e150")
+                error = TypeError(f"must hold numbers, not {row!r:.50}")
+            raise type(error)(f"{who}: {name}{f' row {r}' * (rows is t)} {error}")
 
 
 def check_scores(scores):
@@ -590,10 +590,10 @@ def check_loss(logits, targets):
 
 
 def check_backward(p, cache, d_logits):
-    """Refuse a cache forward(p, ids) did not return, or d_logits that do not fit it."""
-    _, x0, act, made_with = cached(cache, "forward(p, ids)", "ids", "x0", "act", "params")
-    check(f"backward({PARAMS_SIGNATURE[11:-1]}, x0: T d, act: T H, d_logits: T V)",
-          *tensors(p, *PARAM_NAMES), x0, act, d_logits)
-    if made_with != fingerprint(p):
+    """Refuse a cache forward(p, ids) did not return, or d_logits that do not fit it. (The
+    parameters are the ones forward checked, or their fingerprint would differ.)"""
+    x0, made_with = cached(cache, "forward(p, ids)", "ids", "x0", "act", "params")[1::2]
+    if made_with != fingerprint(dict(zip(PARAM_NAMES, tensors(p, *PARAM_NAMES)))):
         raise ValueError("the cache was made by forward with other parameter values: p has "
                          "changed since, so run forward(p, ids) again before backward")
+    check("backward(tok_emb: V d, x0: T d, d_logits: T V)", p["tok_emb"], x0, d_logits)
