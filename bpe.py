@@ -1,17 +1,11 @@
 """A byte-pair-encoding (BPE) tokenizer on a character base alphabet.
 
-Training starts from the characters of a text, the base alphabet, sorted by code point and
-numbered 0..A-1, and merges the most frequent pair of neighbouring tokens into a new token,
-again and again, until the vocabulary has the size asked for. The text is first cut into
-chunks: a word carries the space in front of it (" hat"), punctuation and the newline stand
-alone, and no merge crosses from one chunk into the next. Encoding cuts a text the same way
-and applies the merges in the order they were learned; decoding joins the tokens' strings.
-
-But: the base alphabet is the corpus's own characters, not the 256 byte values, so a
-character the corpus never used is refused, named; and there are no special tokens.
-
-The file reads: the BPE steps, the textbook training loop, the tokenizer; then a faster loop
-("Speed"), the lab's files, the command line (python3 bpe.py --help) and the input checks.
+Training numbers the characters of a text 0..A-1 by code point (the base alphabet), then
+merges the most frequent pair of neighbouring tokens into a new token until the vocabulary
+has the size asked for, never across two chunks of the text (" hat", ".", "\n"). Encoding
+applies the merges in the order they were learned. Unlike byte-level BPE, a character the
+corpus never used is refused; there are no special tokens. After the tokenizer: a faster
+training loop ("Speed"), files, the command line (python3 bpe.py --help), input checks.
 """
 import argparse
 import contextlib
@@ -111,7 +105,7 @@ def learn_merges_plainly(text, vocab_size, pattern=PATTERN):
     >>> learn_merges_plainly("aaabdaaabac", 7)
     (['a', 'b', 'c', 'd', 'aa', 'ab', 'aaab'], [(0, 0), (0, 1), (4, 5)], [4, 2, 2])
     """
-    check_training(text, vocab_size, pattern)
+    check_training(text, vocab_size, pattern)       # start_training checks the pattern
     vocab, words, weights = start_training(text, pattern)
     merges, counts = [], []
     while len(vocab) < vocab_size:
@@ -134,7 +128,6 @@ class Tokenizer:
     """A trained BPE tokenizer: token strings (index = id), merges in rank order, chunk pattern."""
 
     def __init__(self, vocab, merges, pattern=PATTERN):
-        """Build from vocab (token strings, index = id) and merges, [left, right] token strings."""
         check_tokenizer_parts(vocab, merges, pattern)
         self.vocab, self.merges, self.pattern = list(vocab), [list(m) for m in merges], pattern
         self.alphabet_size = len(vocab) - len(merges)  # ids below it are the base alphabet
@@ -160,8 +153,7 @@ class Tokenizer:
         for chunk in split_chunks(text, self.pattern):
             chunk_ids = [self._ids[char] for char in chunk]
             while len(chunk_ids) >= 2:
-                # Of the neighbouring pairs, merge the one learned earliest (smallest merged
-                # id), just as training did; stop when no pair was learned.
+                # merge the pair learned earliest, as training did; stop when none was learned
                 pair = min(zip(chunk_ids, chunk_ids[1:]),
                            key=lambda p: self._merged.get(p, len(self.vocab)))
                 if pair not in self._merged:
@@ -181,11 +173,9 @@ class Tokenizer:
 
     def to_json(self):
         """The tokenizer as JSON text: one vocab entry and one merge per line, in id order."""
-        dump = json.dumps
-        vocab = ",\n".join(f"    {dump(token, ensure_ascii=False)}: {i}"
-                           for i, token in enumerate(self.vocab))
-        merges = ",\n".join(f"    {dump(pair, ensure_ascii=False)}" for pair in self.merges)
-        return (f'{{\n  "version": 1,\n  "pattern": {dump(self.pattern)},\n'
+        vocab = ",\n".join(f"    {shown(token)}: {i}" for i, token in enumerate(self.vocab))
+        merges = ",\n".join(f"    {shown(pair)}" for pair in self.merges)
+        return (f'{{\n  "version": 1,\n  "pattern": {json.dumps(self.pattern)},\n'
                 f'  "vocab": {{\n{vocab}\n  }},\n  "merges": [\n{merges}\n  ]\n}}\n')
 
     def save(self, path):
@@ -207,14 +197,9 @@ class Tokenizer:
 ################ Speed (you can skip this section)
 
 def learn_merges(text, vocab_size, pattern=PATTERN):
-    """Train BPE on text: the vocab, the merges (id pairs, in rank order) and their counts.
-    Speed: learn_merges_plainly's result, about six times faster on the lab's corpus: only the
-    chunks that hold the merged pair change, so only their pairs are taken out of the counts
-    and put back merged, instead of counting them all again (as Hugging Face tokenizers do).
-
-    >>> learn_merges("aaabdaaabac", 7) == learn_merges_plainly("aaabdaaabac", 7)
-    True
-    """
+    """Train BPE on text: learn_merges_plainly's result, about six times faster. After a merge
+    only the chunks that hold the pair change, so only their pairs leave the counts and come
+    back merged (as in Hugging Face tokenizers), instead of all pairs being counted again."""
     check_training(text, vocab_size, pattern)
     vocab, words, weights = start_training(text, pattern)
     pair_counts, holders = {}, {}      # pair -> its count; pair -> the chunks that hold it
@@ -243,11 +228,10 @@ def learn_merges(text, vocab_size, pattern=PATTERN):
     return vocab, merges, counts
 
 
-################ The lab's files
+################ Files and the command line
 
 class FileProblem(ValueError):
-    """A file of the lab's that cannot be used as it is: the command lines print the message,
-    which names it and says why, in one line, without a traceback."""
+    """A file of the lab's that cannot be used: the message names it and says why, in one line."""
 
 
 def read_text(path):
@@ -261,9 +245,8 @@ def read_text(path):
 
 
 def read_json(path):
-    """The JSON value in a file, refused unless it reads back as it was written: no key twice
-    in one object (json would keep the last), no NaN or Infinity, no number of over 40
-    characters or beyond a float's range (json would make it inf)."""
+    """The JSON value in a file, refused unless it is plain: no key twice in an object (json
+    keeps the last), no NaN, no number of over 40 characters or beyond a float's range."""
     def keys_once(pairs):
         for n, (key, _) in enumerate(pairs):
             if key in dict(pairs[:n]):
@@ -285,20 +268,18 @@ def read_json(path):
 
 
 def write_text(path, text):
-    """Write text to path as UTF-8: to a temporary file beside it first, which then replaces
-    path, so that a failed or interrupted write leaves the old file as it was."""
+    """Write text to path as UTF-8 through a temporary file: a failed write changes nothing."""
     temporary = f"{path}.tmp"
     try:
         with open(temporary, "wb") as file:
             file.write(text.encode("utf-8"))
         os.replace(temporary, path)
-    except BaseException as error:
-        if os.path.isfile(temporary):
+    except OSError as error:
+        raise FileProblem(f"cannot write {path}: {error.strerror}; "
+                          f"the old file is unchanged") from None
+    finally:
+        if os.path.isfile(temporary):       # left only by a write that failed
             os.remove(temporary)
-        if isinstance(error, OSError):
-            raise FileProblem(f"cannot write {path}: {error.strerror}; "
-                              f"the old file is unchanged") from None
-        raise
 
 
 def read_corpus(path=None):
@@ -308,33 +289,29 @@ def read_corpus(path=None):
     return text
 
 
-################ Command line
-
-def check(corpus_path=None, tokenizer_path=None, out=None):
+def check(corpus_path=None, tokenizer_path=None):
     """Compare tokenizer.json (or tokenizer_path) with what corpus.txt (or corpus_path) trains
     to; print whether they agree, or the first line that differs; return 0 or 1."""
     path = tokenizer_path or TOKENIZER_PATH
+    found = read_text(path).splitlines() + ["(the end)"]    # missing: FileNotFoundError
     trained = Tokenizer.train(read_corpus(corpus_path), VOCAB_SIZE).to_json().splitlines()
-    found = read_text(path).splitlines() if os.path.isfile(path) else None
-    n = next((n for n, (a, b) in enumerate(zip(found or [], trained)) if a != b), len(found or []))
-    print(f"{os.path.basename(path)} is up to date: {VOCAB_SIZE} tokens, as the corpus trains to"
-          if found == trained else f"{path} is missing" if found is None else
-          f"{os.path.basename(path)} is not what the corpus trains to: its line {n + 1} is "
-          f"{(found + ['(the end)'])[n]!r}, trained now {(trained + ['(the end)'])[n]!r}",
-          "" if found == trained else "; run: python3 bpe.py --write", sep="", file=out)
-    return int(found != trained)
+    trained.append("(the end)")
+    n = next((n for n, (a, b) in enumerate(zip(found, trained)) if a != b), None)
+    name = os.path.basename(path)
+    print(f"{name} is up to date: {VOCAB_SIZE} tokens, as the corpus trains to" if n is None
+          else f"{name} is not what the corpus trains to: its line {n + 1} is {found[n]!r}, "
+          f"trained now {trained[n]!r}; run: python3 bpe.py --write")
+    return int(n is not None)
 
 
 def shown(token):
-    """A token in quotes, so that a leading space shows: " mia"."""
+    """A token in quotes, so that a leading space shows: " mia" (a list of them: JSON's list)."""
     return json.dumps(token, ensure_ascii=False)
 
 
 def demo():
-    """Print the merges with their counts, then the first story and two sentences in tokens;
-    return the exit code, 0."""
-    text = read_corpus()
-    vocab, merges, counts = learn_merges(text, VOCAB_SIZE)
+    """Print the merges with their counts, then two sentences in tokens; return 0."""
+    vocab, merges, counts = learn_merges(read_corpus(), VOCAB_SIZE)
     tokenizer = Tokenizer(vocab, [(vocab[left], vocab[right]) for left, right in merges])
     A = tokenizer.alphabet_size
     print(f"base alphabet: {A} characters, ids 0..{A - 1}: {shown(''.join(vocab[:A]))}")
@@ -343,9 +320,6 @@ def demo():
     for new_id, ((left, right), count) in enumerate(zip(merges, counts), A):
         pair = f"{shown(vocab[left])} + {shown(vocab[right])}"
         print(f"  {new_id:3}  {pair:>18} -> {shown(vocab[new_id]):<10} {count:5}")
-    story = text[:text.index("\n") + 1]
-    print(f"the first story plus its newline, {len(tokenizer.encode(story))} tokens:")
-    print("|" + "|".join(tokenizer.tokens(story)).replace("\n", "\\n") + "|")
     for sentence in ("now mia gives the hat to leo.", "mia has a red ball."):
         print(f"{sentence}\n  " + " ".join(f"{i}={shown(vocab[i])}"
                                             for i in tokenizer.encode(sentence)))
@@ -374,9 +348,8 @@ def write():
 
 
 def run_reporting_problems(action):
-    """Run action() and return its exit code. A problem with one of the lab's files or with
-    standard output ends in one line on standard error and exit code 1; only a bug in the
-    lab gives a traceback. (trace_block.py's command line uses it too.)"""
+    """Run action() and return its exit code; a problem with a file of the lab's or standard
+    output ends in one line on standard error and exit code 1 (trace_block.py uses it too)."""
     if sys.stdout is None:                  # started with its output closed: 1>&-
         return report("cannot print: standard output is closed")
     if hasattr(sys.stdout, "reconfigure"):  # a letter the terminal lacks prints as \x..
@@ -394,8 +367,7 @@ def run_reporting_problems(action):
         if error.filename is not None:
             return report(f"cannot use {error.filename}: {error.strerror}")
         # standard output failed (| head, > /dev/full): send the rest to the null device, so
-        # that Python's own flush at exit does not fail a second time; a reader that stopped
-        # early (a broken pipe) needs no word
+        # that Python's flush at exit does not fail again; a broken pipe needs no word
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1 if isinstance(error, BrokenPipeError) else report(
@@ -417,8 +389,7 @@ def check_chunks_cover(chunks, text, pattern):       # a custom pattern can skip
 
 
 def check_corpus(text, name):
-    """Refuse a corpus that is empty, has Windows line ends, or does not end its first story
-    with a newline: the lab's files are compared byte for byte, with "\\n" line ends."""
+    """Refuse a corpus that is empty, has \\r\\n line ends or does not end its first line."""
     if not text or "\r" in text or "\n" not in text:
         raise FileProblem(f"{name} is empty: it needs at least one story, one per line" if not
                           text else f"{name} line {text.count(chr(10), 0, text.find(chr(13))) + 1}"
@@ -438,8 +409,7 @@ def check_pair(pair):
 
 
 def check_pattern(pattern):
-    """Refuse a pattern that is not a str holding a regular expression without a capturing
-    group (re.findall would return the groups, not the chunks)."""
+    """Refuse all but a regular expression without capturing groups (findall returns groups)."""
     try:
         if re.compile(pattern).groups:
             raise ValueError(f"pattern {pattern!r} has a capturing group; write (?:...) instead")
@@ -448,7 +418,6 @@ def check_pattern(pattern):
 
 
 def check_training(text, vocab_size, pattern):
-    check_pattern(pattern)
     if not isinstance(text, str) or type(vocab_size) is not int:
         raise TypeError(f"training needs a str and an int vocabulary size, not "
                         f"{type(text).__name__} and {vocab_size!r}")
@@ -458,16 +427,14 @@ def check_training(text, vocab_size, pattern):
 
 
 def check_new_token(new_token, vocab):
-    """Refuse a merge whose token exists already ("a"+"bc" after "ab"+"c"): tokenizer.json
-    maps token -> id, and two ids cannot share one string."""
+    """Refuse a token made twice ("a"+"bc" after "ab"+"c"): tokenizer.json maps token -> id."""
     if new_token in vocab:
         raise ValueError(f"merge {len(vocab)} would make {new_token!r} a second time")
 
 
 def check_tokenizer_parts(vocab, merges, pattern):
-    """Refuse vocab, merges and pattern unless they make one tokenizer: distinct tokens, the
-    base alphabet's single characters first, then merge number r making token A + r from two
-    tokens made before it."""
+    """Refuse all but one tokenizer: distinct tokens, the base alphabet's single characters
+    first, then merge number r making token A + r from two tokens made before it."""
     check_pattern(pattern)
     if not isinstance(vocab, (list, tuple)) or not isinstance(merges, (list, tuple)):
         raise TypeError(f"vocab and merges must be lists, not {vocab!r:.30} and {merges!r:.30}")
@@ -522,8 +489,7 @@ def check_ids(ids, vocab_size):
         raise ValueError(f"token ids outside the vocabulary of size {vocab_size}: {outside[:5]}")
 
 
-# What `python3 bpe.py` prints, abridged at "..." (the lines left out hold counts, which any
-# change to corpus.txt moves; the tests check that the others are printed exactly so):
+# What `python3 bpe.py` prints, without the lines of counts (a test checks the others):
 #
 #     base alphabet: 27 characters, ids 0..26: "\n ',.abcdeghiklmnoprstuvwyz"
 #     ...

@@ -113,11 +113,12 @@ class TheLabsTokenizerTests(unittest.TestCase):
             path = os.path.join(tmp, "tokenizer.json")
             bpe.Tokenizer(tok.vocab[:-1], tok.merges[:-1]).save(path)         # one short
             for where, words in ((path, f"its line 99 is '    {json.dumps(tok.vocab[94])}: 94'"),
-                                 (os.path.join(tmp, "none.json"), "none.json is missing")):
-                code, out, _ = run_main(lambda args: bpe.check(None, where))
+                                 (os.path.join(tmp, "no", "tokenizer.json"), "no such file")):
+                code, out, err = run_main(lambda args: bpe.run_reporting_problems(
+                    lambda: bpe.check(None, where)))
                 self.assertEqual(code, 1)
-                self.assertIn(words, out)
-                self.assertIn("python3 bpe.py --write", out)
+                self.assertIn(words, out + err)
+                self.assertIn("python3 bpe.py --write", out + err)
 
     def test_the_demo_prints_the_lines_pasted_at_the_end_of_bpe_py(self):
         source = (LAB / "bpe.py").read_text(encoding="utf-8")
