@@ -490,7 +490,7 @@ def dims(value, who, name, want=None, numbers=False):
     elif isinstance(value, (list, tuple)) and set(map(type, value)) <= NUMBERS:
         found = (0, 0) if not value and want and len(want) == 2 else (len(value),)
     if found is None or want and len(found) != len(want):
-        kind = f"{'rows' if len(want) == 2 else 'numbers'} ({' '.join(want)})" if want else "numbers"
+        kind = f"{['numbers', 'rows'][len(want) == 2]} ({' '.join(want)})" if want else "numbers"
         raise TypeError(f"{who}: {name} must be a list of {kind}, not {value!r:.50}")
     return found
 
@@ -507,8 +507,8 @@ def tensors(p, *names):
 def cached(cache, maker, *keys):
     """The entries of a cache that maker returned, refusing anything else."""
     if not isinstance(cache, dict) or not set(keys) <= set(cache):
-        raise TypeError(f"expected the cache that {maker} returned, a dict with {keys}"
-                        + " (the model's cache holds it as cache['att'])" * ("att" in (cache or {})))
+        raise TypeError(f"expected the cache that {maker} returned, a dict with {keys}" + (
+            " (the model's cache holds it as cache['att'])" * ("att" in (cache or {}))))
     return [cache[key] for key in keys]
 
 

@@ -563,8 +563,7 @@ def check_sentences(tok):
 def check_config(tok, cfg):
     """Refuse anything but a tokenizer, and a config without exactly SERIES's keys."""
     if not hasattr(tok, "vocab") or not hasattr(tok, "encode"):
-        raise TypeError(f"expected a tokenizer (trace_block.load_tokenizer()), "
-                        f"not {type(tok).__name__}")
+        raise TypeError(f"expected a tokenizer (load_tokenizer()), not {type(tok).__name__}")
     if not isinstance(cfg, dict) or set(cfg) != set(SERIES):
         raise ValueError(f"config must have exactly the keys {sorted(SERIES)}, not {cfg!r:.60}")
 
