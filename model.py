@@ -387,9 +387,12 @@ def backward(p, cache, d_logits):
     grads["pos_emb"] = [[0.0] * len(row) for row in p["pos_emb"]]
     if cache["use_positions"]:
         grads["pos_emb"][:len(ids)] = d_x0
+    rows_of = {}                                   # token -> the rows of d_x0 where it stands
+    for token, d_x0_t in zip(ids, d_x0):
+        rows_of.setdefault(token, []).append(d_x0_t)
     grads["tok_emb"] = [[0.0] * len(row) for row in p["tok_emb"]]
-    for i in set(ids):
-        grads["tok_emb"][i] = column_sums([d_x0[t] for t, token in enumerate(ids) if token == i])
+    for token, rows in rows_of.items():                # one row is its own sum: a copy will do
+        grads["tok_emb"][token] = column_sums(rows) if len(rows) > 1 else list(rows[0])
     return {name: grads[name] for name in PARAM_NAMES}
 
 

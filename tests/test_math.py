@@ -70,6 +70,7 @@ class ExactSumTests(unittest.TestCase):
         for with_zeros in ([1.0, 0.0, 2.0 ** -54, 2.0 ** -54, 0.0, 2.0 ** -106],   # scattered
                            [0.0, 0.0, 1.0, 2.0 ** -54, 2.0 ** -54, 2.0 ** -106]):  # one run
             self.assertEqual(model.matmul([with_zeros], [[1.0]] * 6), [[ROUNDED_ONCE]])
+        self.assertEqual(model.matmul([TRAP, [0.0] * 4], [[1.0]] * 4), [[ROUNDED_ONCE], [0.0]])
         self.assertEqual(model.matmul([[1.0] * 4], [[t] for t in TRAP]), [[ROUNDED_ONCE]])
         self.assertEqual(model.column_sums([[t, 2 * t] for t in TRAP]),
                          [ROUNDED_ONCE, 2 * ROUNDED_ONCE])

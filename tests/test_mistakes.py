@@ -125,8 +125,8 @@ NAMED_BY_THE_TWELVE = [
                                                'grads["pos_emb"][1:len(ids) + 1] = d_x0')],
      "pos_emb, made in backward step 1"),
     ("a repeated token's gradient overwritten, not summed", [(
-        "grads[\"tok_emb\"][i] = column_sums([d_x0[t] for t, token in enumerate(ids) if token == i])",
-        "grads[\"tok_emb\"][i] = list(d_x0[ids.index(i)])")], "tok_emb, made in backward step 1"),
+        "rows_of.setdefault(token, []).append(d_x0_t)", "rows_of[token] = [d_x0_t]")],
+     "tok_emb, made in backward step 1"),
     ("the loss's gradient without 1/T", [("scale = total * T", "scale = total"),
                                           ("d_row[target] -= 1.0 / T", "d_row[target] -= 1.0")],
      "d_logits, made in loss_and_dlogits"),
