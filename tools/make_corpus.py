@@ -73,7 +73,7 @@ LESSON_GAPS = {"last_logit_gap_without_positions": 0.0, "last_logit_gap_with_pos
 
 ################ The plots and their words (tools/plots.txt)
 
-N_STORIES = 330      # stories generated from the plots
+N_STORIES = 300      # stories generated from the plots
 PLOT_SEED = 19       # picks the plots' order and each sentence's wording
 STRIDE = 10          # a story of tools/stories.txt after every STRIDE generated ones
 FIELD = re.compile(r"\{(\w+)(?:\.(he|his|him))?(?::(\w+):(\w+):(\w+))?\}")
@@ -303,9 +303,9 @@ LEVERS = {  # pinned token -> the quotas that move it; +1: more of it, the token
     " ava": {"kid:ava": 1, "lead:ava": 1}, " now": {"now:now": 1}, " at": {"at:at": 1},
     "ow": {"now:now": 1, "colour:brown": 1}, " goes": {"go:goes": 1},
     " gives": {"gives:gives": 1, "give:gives-to": 1, "give:gives-y": 1},
-    " to": {"give:gives-to": 1, "give:gives-y": -1}, "ll": {"thing:ball": 1},
+    " to": {"give:gives-to": 1, "give:gives-y": -1}, "ll": {"colour:yellow": 1},
     " g": {"grown:grandma": 1, "grown:grandpa": 1}, "ar": {"place:park": 1, "place:garden": 1},
-    "en": {"place:garden": 1}, " b": {"thing:ball": 1, "colour:brown": 1}, " has": {"has:has": 1}}
+    "en": {"place:garden": 1}, " b": {"colour:brown": 1}, " has": {"has:has": 1}}
 ORDER = sorted((i, token) for token, i in IDS.items() if i >= 27)   # merged tokens, by ID
 BUDGET = 3000        # tokenizers each attempt trains before it gives up
 
