@@ -30,7 +30,7 @@ dropout, no tied embeddings. Standard library only.
 import math
 import random
 from itertools import chain, compress
-from math import exp, fsum, log, sqrt
+from math import exp, fsum, hypot, log, sqrt
 from operator import mul
 
 SIZES = {"vocab": 96, "d": 16, "hidden": 64, "max_len": 64}   # the series' model: 7,440 numbers
@@ -289,11 +289,7 @@ def init_params(vocab, d, hidden, max_len, seed):
 
 
 def count_params(params):
-    """How many numbers the parameters hold in all.
-
-    >>> count_params({"W": [[0.0, 0.0], [0.0, 0.0]], "b": [0.0, 0.0]})
-    6
-    """
+    """How many numbers the parameters hold in all (init_params' example: 7440)."""
     tensors(params)                                     # refuses anything but a dict
     return sum(math.prod(shape(t)) for t in params.values())      # ints: exact
 
@@ -447,7 +443,7 @@ def linear_relu_backward(d_m, act, W2):
 # what it holds and what was expected, instead of a wrong answer or a raw IndexError.
 
 NUMBERS = {float, int}
-HUGE = 2.0 ** 500       # about 3e150: a row adding up to more could overflow its squares
+HUGE = 2.0 ** 500       # about 3e150: a row longer than this (√Σx²) could overflow its squares
 SIGNATURES = {}         # each dimension string, read once: (function, [(argument, letters)])
 
 
@@ -525,13 +521,13 @@ def check_sizes(who, **sizes):
 
 
 def check_finite(who, **tensors):
-    """Refuse tensors holding anything but numbers, or inf, nan or a row beyond HUGE."""
+    """Refuse tensors holding anything but numbers, or inf, nan or a row longer than HUGE."""
     for name, t in tensors.items():
         rows = t if t and isinstance(t[0], (list, tuple)) else [t]
         for r, row in enumerate(rows):
             try:
-                if sum(map(abs, row)) < HUGE:   # a bound, not a result: sum() will do
-                    continue                    # (and nan fails it too)
+                if hypot(*row) < HUGE:      # a bound, not a result (nan fails it too)
+                    continue
                 error = ValueError("holds inf, nan or a value beyond 1e150")
             except TypeError:
                 error = TypeError(f"must hold numbers, not {row!r:.50}")
