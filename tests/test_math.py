@@ -331,6 +331,9 @@ class Refusals(unittest.TestCase):
               for case, bad in (("attention's", cache["att"]), ("empty", {}), ("None", None))],
             ("a cache from before p changed", lambda: model.backward(
                 {**p, "b1": [0.5] * 64}, cache, d_logits), ValueError, "p has changed since"),
+            ("a gradient of another shape, compared", lambda: trace_block.compare_gradients(
+                {**tiny_p, "b_out": [0.0] * 8}, tiny_p), ValueError, re.escape(
+                "gradient of b_out is (8,): it must have the shape of b_out, (96,)")),
         ])
 
     def test_the_loss(self):
