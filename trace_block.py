@@ -12,6 +12,7 @@ Run `python3 trace_block.py --help` for what it does; with no flag, it prints th
 """
 import argparse
 import functools
+import itertools
 import json
 import math
 import statistics
@@ -47,7 +48,7 @@ def trace(tok=None, story=None):
     for the lab's tokenizer and the first story of corpus.txt (with its newline)."""
     tok = load_tokenizer() if tok is None else tok
     story = first_story() if story is None else story
-    ids = encode_line(tok, story, 1)
+    ids = encode_line(tok, 1, story)
     check_story(ids, SERIES["max_len"])
     p = build(tok, SERIES)
     x, y = ids[:-1], ids[1:]                                 # each token predicts the next
@@ -342,14 +343,13 @@ def time_steps(lengths=(8, 16, 32, 64), repeats=9):
 def corpus_ids(tok, count):
     """The first count token IDs of corpus.txt, read story by story (from the start again if
     the corpus is shorter)."""
-    lines = bpe.read_corpus(CORPUS_FILE).splitlines(keepends=True)
-    ids = []
-    while len(ids) < count:
-        ids += [i for number, line in enumerate(lines, 1) for i in encode_line(tok, line, number)]
+    lines, ids = itertools.cycle(enumerate(bpe.read_corpus(CORPUS_FILE).splitlines(True), 1)), []
+    while len(ids) < count:                         # story by story, until there are enough
+        ids += encode_line(tok, *next(lines))
     return ids[:count]
 
 
-def encode_line(tok, line, number):
+def encode_line(tok, number, line):
     """The token IDs of one line of corpus.txt; a character the tokenizer lacks is refused,
     naming the line."""
     try:

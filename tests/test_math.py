@@ -11,7 +11,8 @@ import unittest
 
 import model
 import trace_block
-from test_model import REPEATED, TOLERANCE, ball, forward_steps, series, tiny, tokenizer
+from test_model import (REPEATED, TOLERANCE, ball, forward_steps, gradient_steps, series, tiny,
+                        tokenizer)
 from tests import LAB
 
 
@@ -275,9 +276,7 @@ class GradientTests(unittest.TestCase):
         recorded = json.loads((LAB / "tests" / "steps.json").read_text(encoding="utf-8"))
         self.assertEqual(recorded["ids"], REPEATED)
         p = tiny()
-        found = forward_steps(model, p, REPEATED)
-        logits, cache = model.forward(p, REPEATED[:-1])
-        grads = model.backward(p, cache, model.loss_and_dlogits(logits, REPEATED[1:])[1])
+        found, grads = forward_steps(model, p, REPEATED), gradient_steps(model, p, REPEATED)
         for section, values in (("forward", found), ("gradients", grads)):
             moved = [name for name, value in recorded[section].items() if values[name] != value]
             self.assertEqual(moved, [], f"these {section} numbers moved: after a deliberate "
