@@ -13,6 +13,11 @@ import bpe
 from test_model import tokenizer
 from tests import LAB, run_main
 
+try:                                # optional: Hugging Face's tokenizers, where installed
+    import tokenizers
+except ImportError:
+    tokenizers = None
+
 FIRST_STORY = ("mia has a red hat. mia goes to the garden. at the garden, mia gives the hat "
                "to ava. now ava has the red hat.")
 # `python3 bpe.py --write` on a copy whose tokenizer.json is stale, run as a maintainer runs it,
@@ -99,6 +104,20 @@ class TheLabsTokenizerTests(unittest.TestCase):
         self.assertEqual((hat[:4], ball[:4]), (["mia", " has", " a", " red"],) * 2)
         self.assertNotEqual(ball[4], hat[4])
         self.assertLessEqual(len(ball), 9)
+
+    @unittest.skipIf(tokenizers is None, "Hugging Face tokenizers is not installed")
+    def test_hugging_face_tokenizers_encodes_the_corpus_as_bpe_py_does(self):
+        """A tokenizers BPE built from tokenizer.json's vocab, merges and pattern (a regular
+        expression that isolates each chunk) gives the corpus the same IDs as bpe.py."""
+        data = json.loads((LAB / "tokenizer.json").read_text(encoding="utf-8"))
+        theirs = tokenizers.Tokenizer(tokenizers.models.BPE(
+            data["vocab"], [tuple(pair) for pair in data["merges"]]))
+        theirs.pre_tokenizer = tokenizers.pre_tokenizers.Split(
+            tokenizers.Regex(data["pattern"]), behavior="isolated")
+        corpus = bpe.read_corpus(LAB / "corpus.txt")
+        for text in (corpus, FIRST_STORY + "\n", "a  b", " .,\n a ", "mia, hat.\n\n", "   "):
+            with self.subTest(text=text[:30]):
+                self.assertEqual(theirs.encode(text).ids, tokenizer().encode(text))
 
     def test_retraining_writes_tokenizer_json_byte_for_byte(self):
         out, err = WRITE.communicate(timeout=120)
