@@ -14,7 +14,7 @@ import model
 import trace_block
 from trace_block import SERIES, TINY, last_logits_gap, position_gaps
 
-HERE = Path(__file__).resolve().parent
+STEPS = Path(__file__).resolve().parent / "tests" / "steps.json"   # see where_it_departs
 TOLERANCE = 1e-7            # the gradient check's bound on |central difference - backward()|
 # Fixed token IDs with repeats (7 and 89), eight to read: the small copy's every position.
 REPEATED = [7, 89, 46, 7, 85, 30, 89, 53, 4]
@@ -79,11 +79,11 @@ BACKWARD_STEPS = [
     ("W2 b2", "backward step 3: the MLP's second layer, from d_m = d_x2, layernorm_backward's d_x"),
     ("W1 b1", "backward step 3: the MLP's first layer, from d_pre (the relu's gate)"),
     ("ln2_g ln2_b", "backward step 3: layernorm_backward (LN2), from d_h2"),
-    ("Wo", "attention_backward step 5, from d_x1 (step 3's skip path: d_x2 + the MLP's)"),
+    ("Wo", "attention_backward step 5, from d_x1 (step 3's skip path: d_x2 + LN2's d_x)"),
     ("Wv", "attention_backward steps 4 and 1, from d_mixed"),
     ("Wq Wk", "attention_backward steps 3, 2 and 1: softmax_backward, the scores, q and k"),
     ("ln1_g ln1_b", "backward step 2: layernorm_backward (LN1), from attention_backward's d_x"),
-    ("pos_emb", "backward step 1: a row per position, from d_x0 (step 2's skip path)"),
+    ("pos_emb", "backward step 1: per position, from d_x0 (step 2's skip path: d_x1 + LN1's d_x)"),
     ("tok_emb", "backward step 1: a row per token, the sum over its positions, from d_x0"),
 ]
 MADE_IN = {name: where for names, where in FORWARD_STEPS + BACKWARD_STEPS for name in names.split()}
@@ -160,7 +160,7 @@ def first_wrong_gradient(errors, bound):
 
 def where_it_departs(module=model):
     """Where the computation first departs (see the top of this file), in words."""
-    recorded = json.loads((HERE / "tests" / "steps.json").read_text(encoding="utf-8"))
+    recorded = json.loads(STEPS.read_text(encoding="utf-8"))
     found = forward_steps(module, tiny(module), recorded["ids"])
     for name in list(MADE_IN)[:list(MADE_IN).index("d_logits")]:
         change = moved(found.get(name), recorded["forward"][name], name)
@@ -194,8 +194,8 @@ class Mechanism(unittest.TestCase):
 
     def test_gradients_match_finite_differences(self):
         """Every gradient of the small copy (1,060 parameters) matches central differences on
-        "mia has a red ball." (largest error below 1e-7), and along a random direction
-        through each tensor on IDs where tokens repeat, at every position."""
+        "mia has a red ball." (error below 1e-7), and on IDs where tokens repeat along a
+        random direction through each tensor, with gains and biases away from 1 and 0."""
         report = trace_block.small_copy_check(96, tuple(ball()))
         self.assertEqual(report["parameters_checked"], 1060)
         wrong = first_wrong_gradient(report["errors_by_tensor"], TOLERANCE)
@@ -206,7 +206,8 @@ class Mechanism(unittest.TestCase):
         wrong = first_wrong_gradient(slope_errors(model, tiny(), REPEATED), TOLERANCE)
         if wrong:
             self.fail(f"on the IDs {REPEATED}, where tokens 7 and 89 repeat, the first gradient "
-                      f"in backward order off its finite differences (a random direction): {wrong}")
+                      f"in backward order off its finite differences (a random direction): {wrong}"
+                      f".\n{where_it_departs()}")
 
     def test_layernorm_centers_and_scales_each_row(self):
         """With gain 2 and bias 1, every row comes out with mean 1 and variance about 4."""
@@ -307,8 +308,7 @@ class FailureCases(unittest.TestCase):
                            "forward step 1 add the position embeddings?")
 
     def test_earlier_positions_still_differ_without_positions(self):
-        """Without positions: gap 0 at positions 0, 1 and the last, > 0 at positions 2 to 7,
-        which have seen different prefixes."""
+        """Without positions: gap 0 at positions 0, 1 and the last; > 0 at 2 to 7 (new prefixes)."""
         if reason := foundation_broken():
             self.skipTest(reason)
         gaps = position_gaps(series(), tokenizer(), False)
