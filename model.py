@@ -538,11 +538,11 @@ def check_scores(scores):
     """Refuse scores softmax cannot weigh: nan, +inf, or a row of -inf only (all masked)."""
     check("softmax(scores: T n)", scores)
     for i, row in enumerate(scores):
+        if math.inf in row or any(map(math.isnan, row)):
+            raise ValueError(f"softmax: row {i} of the scores holds nan or inf: {row!r:.60}")
         if max(row) == -math.inf:
             raise ValueError(f"softmax: every score of row {i} is -inf: the causal mask hid "
                              f"every position, the row's own too")
-        if not sum(row) < math.inf:     # nan too; a bound, not a result: sum() will do
-            raise ValueError(f"softmax: row {i} of the scores holds nan or inf: {row!r:.60}")
 
 
 def check_ids(ids, vocab, what):
