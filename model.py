@@ -11,7 +11,7 @@ and `backward` walks the same lines in reverse, giving a gradient for every para
 
 Read it top-down: list helpers, layer norm, attention, the model. Each backward walks its
 forward's numbered steps in reverse, and every gradient is d_ + the forward name (d_x1, d_W2).
-Each public function first checks its input, its shapes as a dimension string: check("linear(
+A function a learner calls checks its input first, most with a dimension string: check("linear(
 x: T n, W: n m, b: m)", x, W, b) says x has T rows of n numbers, W is n by m, b has m. The
 last two sections can wait: "Speed" and "Input checks".
 
@@ -528,7 +528,7 @@ def check_finite(who, **tensors):
             try:
                 if hypot(*row) < HUGE:      # a bound, not a result (nan fails it too)
                     continue
-                error = ValueError("holds inf, nan or a value beyond 1e150")
+                error = ValueError("holds inf, nan or values too large (a row longer than 3e150)")
             except TypeError:
                 error = TypeError(f"must hold numbers, not {row!r:.50}")
             raise type(error)(f"{who}: {name}{f' row {r}' * (rows is t)} {error}")

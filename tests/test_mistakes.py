@@ -3,7 +3,9 @@ edited), and the failure that names it.
 
 A mistake in the math that the lesson's twelve cover must make test_model.where_it_departs,
 which test 1 prints, name the function and step where it is; a mistake that forward refuses
-must be refused with a message that says why. Mistakes no lesson claim covers (softmax's shift
+must be refused with a message that says why; one that the recorded trace cannot see (its
+figures are those of gains of 1 and biases of 0) must be named by the lesson's test that
+catches it. Mistakes no lesson claim covers (softmax's shift
 against overflow, sums not rounded once, refusing a sequence it can take) must fail the test of
 this lab's own that holds that claim. If model.py no longer holds the line a mistake edits, the
 test fails and says which line it looked for: it never passes or skips in silence.
