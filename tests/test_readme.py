@@ -12,7 +12,7 @@ import model
 import test_model
 import trace_block
 from test_model import series, tokenizer
-from tests import LAB
+from tests import LAB, shown
 
 README = (LAB / "README.md").read_text(encoding="utf-8")
 PROSE = " ".join(README.split())        # line breaks fall anywhere in the README's prose
@@ -30,7 +30,7 @@ class ReadmeTests(unittest.TestCase):
     def test_each_excerpt_of_output_is_what_its_command_prints(self):
         recorded = json.loads((LAB / "block-trace.json").read_text(encoding="utf-8"))
         prints = {"python3 trace_block.py": "\n".join(trace_block.summary(recorded)),
-                  "python3 trace_block.py --show": printed(trace_block.show)}
+                  "python3 trace_block.py --show": shown()}
         excerpts = re.findall(r"<!-- output: (.+?) -->\n```\n(.*?)```", README, re.S)
         self.assertEqual(sorted(command for command, _ in excerpts), sorted(prints))
         for command, excerpt in excerpts:
