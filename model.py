@@ -387,8 +387,8 @@ def backward(p, cache, d_logits):
     for token, d_x0_t in zip(ids, d_x0):
         rows_of.setdefault(token, []).append(d_x0_t)
     grads["tok_emb"] = [[0.0] * len(row) for row in p["tok_emb"]]
-    for token, rows in rows_of.items():                # one row is its own sum: a copy will do
-        grads["tok_emb"][token] = column_sums(rows) if len(rows) > 1 else list(rows[0])
+    for token, rows in rows_of.items():
+        grads["tok_emb"][token] = column_sums(rows)
     return {name: grads[name] for name in PARAM_NAMES}
 
 
