@@ -87,7 +87,8 @@ class CommandLineTests(unittest.TestCase):
         self.assertTrue(out.endswith("block-trace.json is up to date.\n"))
         stale = recorded()
         stale["initial_loss"] = 4.0
-        with lab_copy(block_trace_json=trace_block.to_json(stale).encode()):
+        with lab_copy(block_trace_json=trace_block.to_json(stale).encode()), \
+                the_recorded_trace():
             self.assertIn("holds other figures: run python3 trace_block.py --check",
                           run_main(trace_block.main)[1])
 
@@ -103,7 +104,8 @@ class CommandLineTests(unittest.TestCase):
         with the_recorded_trace():
             self.assertEqual(run_main(trace_block.main, "--check"),
                              (0, "block-trace.json is up to date.\n", ""))
-            with lab_copy(block_trace_json=trace_block.to_json(stale).encode()):
+            with lab_copy(block_trace_json=trace_block.to_json(stale).encode()), \
+                the_recorded_trace():
                 code, out, err = run_main(trace_block.main, "--check")
         self.assertEqual(code, 1)
         for line in ("initial_loss: 4.0 -> 4.5805",

@@ -36,8 +36,8 @@ it writes nothing and says how close it came. To add a kind of story instead, wr
 below (see "The plots") and add it to PLOTS.
 
 Time: with nothing changed, 3 to 5 s (the stored quotas are checked, the trace's gradient
-check included). After a change it searches: adding one story took about 4 minutes (CPython
-3.11, two cores, other work running). Each try trains a tokenizer.
+check included). After a change it searches: adding, removing or changing one story took
+one and a half to two minutes on clean clones (CPython 3.11, two cores; tools/README.md).
 
 How it works. The corpus is the first story, the stories of tools/stories.txt, and
 N_STORIES stories that the plots below generate with fixed seeds. A plot's sentences have
