@@ -11,7 +11,7 @@ and `backward` walks the same lines in reverse, giving a gradient for every para
 
 Read it top-down: list helpers, layer norm, attention, the model. Each backward walks its
 forward's numbered steps in reverse, and every gradient is d_ + the forward name (d_x1, d_W2).
-Each public function first checks its input, its shapes as a dimension string: check("linear(
+A function a learner calls checks its input first, most with a dimension string: check("linear(
 x: T n, W: n m, b: m)", x, W, b) says x has T rows of n numbers, W is n by m, b has m. The
 last two sections can wait: "Speed" and "Input checks".
 
@@ -30,7 +30,7 @@ dropout, no tied embeddings. Standard library only.
 import math
 import random
 from itertools import chain, compress
-from math import exp, fsum, log, sqrt
+from math import exp, fsum, hypot, log, sqrt
 from operator import mul
 
 SIZES = {"vocab": 96, "d": 16, "hidden": 64, "max_len": 64}   # the series' model: 7,440 numbers
@@ -289,11 +289,7 @@ def init_params(vocab, d, hidden, max_len, seed):
 
 
 def count_params(params):
-    """How many numbers the parameters hold in all.
-
-    >>> count_params({"W": [[0.0, 0.0], [0.0, 0.0]], "b": [0.0, 0.0]})
-    6
-    """
+    """How many numbers the parameters hold in all (init_params' example: 7440)."""
     tensors(params)                                     # refuses anything but a dict
     return sum(math.prod(shape(t)) for t in params.values())      # ints: exact
 
@@ -391,8 +387,8 @@ def backward(p, cache, d_logits):
     for token, d_x0_t in zip(ids, d_x0):
         rows_of.setdefault(token, []).append(d_x0_t)
     grads["tok_emb"] = [[0.0] * len(row) for row in p["tok_emb"]]
-    for token, rows in rows_of.items():                # one row is its own sum: a copy will do
-        grads["tok_emb"][token] = column_sums(rows) if len(rows) > 1 else list(rows[0])
+    for token, rows in rows_of.items():
+        grads["tok_emb"][token] = column_sums(rows)
     return {name: grads[name] for name in PARAM_NAMES}
 
 
@@ -447,7 +443,7 @@ def linear_relu_backward(d_m, act, W2):
 # what it holds and what was expected, instead of a wrong answer or a raw IndexError.
 
 NUMBERS = {float, int}
-HUGE = 2.0 ** 500       # about 3e150: a row adding up to more could overflow its squares
+HUGE = 2.0 ** 500       # about 3e150: a row longer than this (√Σx²) could overflow its squares
 SIGNATURES = {}         # each dimension string, read once: (function, [(argument, letters)])
 
 
@@ -525,14 +521,14 @@ def check_sizes(who, **sizes):
 
 
 def check_finite(who, **tensors):
-    """Refuse tensors holding anything but numbers, or inf, nan or a row beyond HUGE."""
+    """Refuse tensors holding anything but numbers, or inf, nan or a row longer than HUGE."""
     for name, t in tensors.items():
         rows = t if t and isinstance(t[0], (list, tuple)) else [t]
         for r, row in enumerate(rows):
             try:
-                if sum(map(abs, row)) < HUGE:   # a bound, not a result: sum() will do
-                    continue                    # (and nan fails it too)
-                error = ValueError("holds inf, nan or a value beyond 1e150")
+                if hypot(*row) < HUGE:      # a bound, not a result (nan fails it too)
+                    continue
+                error = ValueError("holds inf, nan or values too large (a row longer than 3e150)")
             except TypeError:
                 error = TypeError(f"must hold numbers, not {row!r:.50}")
             raise type(error)(f"{who}: {name}{f' row {r}' * (rows is t)} {error}")
@@ -542,11 +538,11 @@ def check_scores(scores):
     """Refuse scores softmax cannot weigh: nan, +inf, or a row of -inf only (all masked)."""
     check("softmax(scores: T n)", scores)
     for i, row in enumerate(scores):
+        if math.inf in row or any(map(math.isnan, row)):
+            raise ValueError(f"softmax: row {i} of the scores holds nan or inf: {row!r:.60}")
         if max(row) == -math.inf:
             raise ValueError(f"softmax: every score of row {i} is -inf: the causal mask hid "
                              f"every position, the row's own too")
-        if not sum(row) < math.inf:     # nan too; a bound, not a result: sum() will do
-            raise ValueError(f"softmax: row {i} of the scores holds nan or inf: {row!r:.60}")
 
 
 def check_ids(ids, vocab, what):

@@ -1,12 +1,7 @@
 """The lesson's twelve tests, in its three classes and order: Recorded (1), Mechanism (2-6)
-and FailureCases (7-12). Run: python3 -m unittest -v test_model.py (the whole lab's tests,
-these and tests/: python3 -m unittest).
-
-When the recorded figures move, test 1 also says where the computation first departs: it
-compares forward's intermediate results, step by step, with values recorded in
-tests/steps.json (fixed token IDs on the small copy, so a new corpus does not move them), and,
-if forward is unchanged, each gradient with finite differences, in backward order.
-"""
+and FailureCases (7-12). Run: python3 -m unittest -v test_model.py. When the recorded
+figures move, test 1 also says where the computation first departs: the first of forward's
+steps, else of the gradients in backward order, that moved from tests/steps.json."""
 import json
 import math
 import random
@@ -19,7 +14,7 @@ import model
 import trace_block
 from trace_block import SERIES, TINY, last_logits_gap, position_gaps
 
-HERE = Path(__file__).resolve().parent
+STEPS = Path(__file__).resolve().parent / "tests" / "steps.json"   # see where_it_departs
 TOLERANCE = 1e-7            # the gradient check's bound on |central difference - backward()|
 # Fixed token IDs with repeats (7 and 89), eight to read: the small copy's every position.
 REPEATED = [7, 89, 46, 7, 85, 30, 89, 53, 4]
@@ -39,8 +34,13 @@ def series():
 
 
 def tiny(module=model):
-    """The small copy's parameters (1,060), made afresh: a test may change them."""
-    return module.init_params(96, TINY["d"], TINY["hidden"], TINY["max_len"], TINY["seed"])
+    """The small copy's parameters (1,060), made afresh (a test may change them), with gains
+    and biases away from 1 and 0, so that one handed to the wrong step shows."""
+    p = module.init_params(96, TINY["d"], TINY["hidden"], TINY["max_len"], TINY["seed"])
+    rng = random.Random(4)
+    for name in ("ln1_g", "ln1_b", "b1", "ln2_g", "ln2_b", "b2", "lnf_g", "lnf_b", "b_out"):
+        p[name] = [rng.uniform(0.5, 1.5) if name[-1] == "g" else rng.gauss(0, 0.1) for _ in p[name]]
+    return p
 
 
 def ball():
@@ -79,11 +79,11 @@ BACKWARD_STEPS = [
     ("W2 b2", "backward step 3: the MLP's second layer, from d_m = d_x2, layernorm_backward's d_x"),
     ("W1 b1", "backward step 3: the MLP's first layer, from d_pre (the relu's gate)"),
     ("ln2_g ln2_b", "backward step 3: layernorm_backward (LN2), from d_h2"),
-    ("Wo", "attention_backward step 5, from d_x1 (step 3's skip path: d_x2 + the MLP's)"),
+    ("Wo", "attention_backward step 5, from d_x1 (step 3's skip path: d_x2 + LN2's d_x)"),
     ("Wv", "attention_backward steps 4 and 1, from d_mixed"),
     ("Wq Wk", "attention_backward steps 3, 2 and 1: softmax_backward, the scores, q and k"),
     ("ln1_g ln1_b", "backward step 2: layernorm_backward (LN1), from attention_backward's d_x"),
-    ("pos_emb", "backward step 1: a row per position, from d_x0 (step 2's skip path)"),
+    ("pos_emb", "backward step 1: per position, from d_x0 (step 2's skip path: d_x1 + LN1's d_x)"),
     ("tok_emb", "backward step 1: a row per token, the sum over its positions, from d_x0"),
 ]
 MADE_IN = {name: where for names, where in FORWARD_STEPS + BACKWARD_STEPS for name in names.split()}
@@ -117,15 +117,19 @@ def moved(now, then, where=""):
     return f"{where} was {then!r}, is now {now!r}"
 
 
+def gradient_steps(module, p, ids):
+    """d_logits and backward()'s gradients, reading ids[:-1] and predicting ids[1:]."""
+    logits, cache = module.forward(p, ids[:-1])
+    d_logits = module.loss_and_dlogits(logits, ids[1:])[1]
+    return {"d_logits": d_logits, **module.backward(p, cache, d_logits)}
+
+
 def slope_errors(module, p, ids):
-    """For each gradient of BACKWARD_STEPS, in that order: (name, how far backward()'s slope
-    along one random unit direction through that tensor, or through the logits for d_logits,
-    is from the loss's, (L(+h) - L(-h)) / 2h with h = 1e-6). Ids[:-1] are read, ids[1:]
-    predicted. A generator: a caller can stop at the first that is wrong."""
+    """For each gradient of BACKWARD_STEPS, in order (a generator): (name, how far backward()'s
+    slope along a random unit direction through that tensor, the logits for d_logits, is from
+    the loss's, (L(+h) - L(-h)) / 2h), reading ids[:-1] and predicting ids[1:]."""
     x, y, h = ids[:-1], ids[1:], trace_block.STEP
-    logits, cache = module.forward(p, x)
-    d_logits = module.loss_and_dlogits(logits, y)[1]
-    grads = {"d_logits": d_logits, **module.backward(p, cache, d_logits)}
+    logits, grads = module.forward(p, x)[0], gradient_steps(module, p, ids)
     rng = random.Random(1)
     for name in GRADIENTS:
         point = logits if name == "d_logits" else p[name]
@@ -146,33 +150,29 @@ def slope_errors(module, p, ids):
 
 
 def first_wrong_gradient(errors, bound):
-    """The first gradient in backward order whose error is not below bound, in words, or None.
-    errors: a dict of name -> error, or (name, error) pairs in backward order."""
+    """The first gradient in backward order whose error (errors: a dict, or (name, error)
+    pairs in backward order) is not below bound, in words, or None."""
     if isinstance(errors, dict):
         errors = [(name, errors[name]) for name in GRADIENTS if name in errors]
     return next((f"{name}, made in {MADE_IN[name]}: error {error:.2g}"
                  for name, error in errors if not error < bound), None)
 
 
-@lru_cache(maxsize=None)
-def recorded_steps():
-    """tests/steps.json: what the model computed on fixed IDs, step by step, when recorded."""
-    return json.loads((HERE / "tests" / "steps.json").read_text(encoding="utf-8"))
-
-
 def where_it_departs(module=model):
-    """Where the computation first departs: the first forward step that moved from the
-    recorded steps, else the first gradient that disagrees with finite differences."""
-    recorded = recorded_steps()
+    """Where the computation first departs (see the top of this file), in words."""
+    recorded = json.loads(STEPS.read_text(encoding="utf-8"))
     found = forward_steps(module, tiny(module), recorded["ids"])
     for name in list(MADE_IN)[:list(MADE_IN).index("d_logits")]:
         change = moved(found.get(name), recorded["forward"][name], name)
         if change and name in found:
             return f"Forward departs first at {MADE_IN[name]}. {change}"
-    wrong = first_wrong_gradient(slope_errors(module, tiny(module), recorded["ids"]), TOLERANCE)
-    return (f"Forward is unchanged; the first gradient, in backward order, that disagrees "
-            f"with finite differences (along a random direction): {wrong}." if wrong
-            else "Forward and backward are unchanged on the small copy: the change is elsewhere.")
+    grads = gradient_steps(module, tiny(module), recorded["ids"])
+    for name in GRADIENTS:
+        change = moved(grads[name], recorded["gradients"][name], name)
+        if change:
+            return (f"Forward is unchanged; the first gradient, in backward order, that moved: "
+                    f"{name}, made in {MADE_IN[name]}. {change}")
+    return "Forward and backward are unchanged on the small copy: the change is elsewhere."
 
 
 ################ 1. The recorded trace
@@ -194,21 +194,20 @@ class Mechanism(unittest.TestCase):
 
     def test_gradients_match_finite_differences(self):
         """Every gradient of the small copy (1,060 parameters) matches central differences on
-        "mia has a red ball." (largest error below 1e-7), and along a random direction
-        through each tensor on IDs where tokens repeat, at every position."""
+        "mia has a red ball." (error below 1e-7), and on IDs where tokens repeat along a
+        random direction through each tensor, with gains and biases away from 1 and 0."""
         report = trace_block.small_copy_check(96, tuple(ball()))
         self.assertEqual(report["parameters_checked"], 1060)
         wrong = first_wrong_gradient(report["errors_by_tensor"], TOLERANCE)
         if wrong:
             self.fail(f"on {trace_block.GRADIENT_SENTENCE!r}, the first gradient in backward "
-                      f"order that disagrees with finite differences: {wrong}; the worst entry "
-                      f"is {report['worst']}")
+                      f"order off its finite differences: {wrong}; worst entry {report['worst']}")
         self.assertLess(report["max_rel_error"], 1e-5)
         wrong = first_wrong_gradient(slope_errors(model, tiny(), REPEATED), TOLERANCE)
         if wrong:
             self.fail(f"on the IDs {REPEATED}, where tokens 7 and 89 repeat, the first gradient "
-                      f"in backward order that disagrees with finite differences along a "
-                      f"random direction: {wrong}")
+                      f"in backward order off its finite differences (a random direction): {wrong}"
+                      f".\n{where_it_departs()}")
 
     def test_layernorm_centers_and_scales_each_row(self):
         """With gain 2 and bias 1, every row comes out with mean 1 and variance about 4."""
@@ -219,15 +218,15 @@ class Mechanism(unittest.TestCase):
             mean = math.fsum(row) / 16
             variance = math.fsum((v - mean) ** 2 for v in row) / 16
             self.assertAlmostEqual(mean, 1.0, places=12, msg=f"layernorm_forward: row {t}'s "
-                                   f"mean is {mean!r}, not 1: is the mean taken away?")
+                                   f"mean is {mean!r}, not 1 = the bias: is the mean taken "
+                                   f"away, and the bias added after the gain?")
             # the biased variance of the normalized row, 1 less a hair for EPS, times 2²
             self.assertAlmostEqual(variance, 4.0, delta=1e-4, msg=f"layernorm_forward: row {t}'s "
-                                   f"variance is {variance!r}, not 4 = gain²: the variance "
-                                   f"divides by d, and EPS goes inside the square root")
+                                   f"variance is {variance!r}, not 4 = gain²: is the row divided "
+                                   f"by its std, the square root of the variance over d?")
 
     def test_layernorm_backward_with_nonunit_gains(self):
-        """d_x, d_g and d_b of layer norm, with gains other than 1, match central
-        differences of a loss that weighs every output."""
+        """d_x, d_g and d_b, gains other than 1: central differences of a weighted sum of y."""
         rng, h = random.Random(2), 1e-6
         x, weights = ([[rng.gauss(0, 1) for _ in range(5)] for _ in range(3)] for _ in "xw")
         g, b = [rng.uniform(0.5, 2.0) for _ in range(5)], [rng.uniform(-1, 1) for _ in range(5)]
@@ -261,34 +260,36 @@ class Mechanism(unittest.TestCase):
         ball_logits = model.forward(p, tok.encode("mia has a red ball."))[0]
         seen = [t for t in range(4) if hat[t] != ball_logits[t]]
         if seen:
-            self.fail(f"position {seen[0]}'s scores changed when only position 4's token did: "
-                      f"attention lets a position see a later one (attention_forward step 2, "
-                      f"the causal mask)")
+            self.fail(f"position {seen[0]}'s scores changed when only position 4's token did: a "
+                      f"position sees a later one (attention_forward step 2, the causal mask)")
         self.assertNotEqual(hat[4], ball_logits[4], "position 4 holds another token but gets "
                                                     "the same scores")
 
     def test_unused_positions_get_zero_gradient(self):
-        """pos_emb rows past the sequence get an all-zero gradient; row 0 does not."""
+        """pos_emb rows past the sequence get an all-zero gradient; row 0 does not; without
+        positions, no row gets one."""
         p, ids = series(), ball()
-        logits, cache = model.forward(p, ids[:-1])
-        grads = model.backward(p, cache, model.loss_and_dlogits(logits, ids[1:])[1])
-        d = len(p["pos_emb"][0])
-        used = [t for t, row in enumerate(grads["pos_emb"]) if row != [0.0] * d]
-        self.assertEqual(used[:1], [0], "pos_emb row 0 was used, so it needs a gradient "
-                                        "(backward step 1)")
-        self.assertLess(used[-1], len(ids) - 1, f"pos_emb row {used[-1]} got a gradient, but a "
-                                                f"{len(ids) - 1}-token sequence uses rows 0 to "
-                                                f"{len(ids) - 2} (backward step 1)")
+        for use_positions in (False, True):
+            logits, cache = model.forward(p, ids[:-1], use_positions)
+            grads = model.backward(p, cache, model.loss_and_dlogits(logits, ids[1:])[1])
+            used = [t for t, row in enumerate(grads["pos_emb"]) if any(row)]
+            if used and not use_positions:
+                self.fail(f"without positions, pos_emb rows {used[:3]}... got a gradient (step 1)")
+        self.assertEqual(used[:1], [0], "pos_emb row 0 was used: it needs a gradient (step 1)")
+        self.assertLess(used[-1], len(ids) - 1, f"pos_emb row {used[-1]} got a gradient, but "
+                        f"{len(ids) - 1} tokens use rows 0 to {len(ids) - 2} (backward step 1)")
 
 
 ################ 7 to 12. Failure cases
 
-def causality_broken():
-    """Why the word-order tests cannot say anything, or None: they rest on causality."""
-    try:
-        Mechanism("test_later_token_does_not_change_earlier_logits").debug()
-    except AssertionError:
-        return "a later token changes earlier scores: see test_later_token_does_not_change_..."
+def foundation_broken():
+    """Why the word-order tests cannot say anything, or None: they rest on tests 3 and 5."""
+    for name in ("test_layernorm_centers_and_scales_each_row",
+                 "test_later_token_does_not_change_earlier_logits"):
+        try:
+            Mechanism(name).debug()
+        except Exception as error:      # a failure, or forward itself raising
+            return f"{name} fails ({type(error).__name__}), and this test rests on it"
 
 
 class FailureCases(unittest.TestCase):
@@ -297,8 +298,8 @@ class FailureCases(unittest.TestCase):
     def test_without_positions_the_last_position_cannot_see_word_order(self):
         """The order sentences hold the same tokens: without position embeddings the last
         position's scores are bit-identical (gap 0.0); with them they differ."""
-        if causality_broken():
-            self.skipTest(causality_broken())
+        if reason := foundation_broken():
+            self.skipTest(reason)
         self.assertEqual(last_logits_gap(series(), tokenizer(), False), 0.0,
                          "without positions the last position saw the order: is every sum "
                          "correctly rounded (math.fsum), whatever the order of its terms?")
@@ -307,10 +308,9 @@ class FailureCases(unittest.TestCase):
                            "forward step 1 add the position embeddings?")
 
     def test_earlier_positions_still_differ_without_positions(self):
-        """Without positions: gap 0 at positions 0, 1 and the last, > 0 at positions 2 to 7,
-        which have seen different prefixes."""
-        if causality_broken():
-            self.skipTest(causality_broken())
+        """Without positions: gap 0 at positions 0, 1 and the last; > 0 at 2 to 7 (new prefixes)."""
+        if reason := foundation_broken():
+            self.skipTest(reason)
         gaps = position_gaps(series(), tokenizer(), False)
         self.assertEqual(len(gaps), 9)
         self.assertEqual(gaps[:2] + gaps[-1:], [0.0] * 3, "positions 0 and 1 saw the same "

@@ -12,6 +12,7 @@ Run `python3 trace_block.py --help` for what it does; with no flag, it prints th
 """
 import argparse
 import functools
+import itertools
 import json
 import math
 import statistics
@@ -47,7 +48,7 @@ def trace(tok=None, story=None):
     for the lab's tokenizer and the first story of corpus.txt (with its newline)."""
     tok = load_tokenizer() if tok is None else tok
     story = first_story() if story is None else story
-    ids = encode_line(tok, story, 1)
+    ids = encode_line(tok, 1, story)
     check_story(ids, SERIES["max_len"])
     p = build(tok, SERIES)
     x, y = ids[:-1], ids[1:]                                 # each token predicts the next
@@ -119,9 +120,7 @@ def numeric_gradients(p, x, y, step=STEP, names=None):
     slope across the kink, not a derivative. Every entry is put back, even if the loss raises."""
     check_nudging(p, step, names)
     numeric, kinks = {}, []
-    for name, tensor in p.items():
-        if names is not None and name not in names:
-            continue
+    for name, tensor in ((n, t) for n, t in p.items() if names is None or n in names):
         is_matrix = isinstance(tensor[0], list)
         slopes = []
         for r, row in enumerate(tensor if is_matrix else [tensor]):
@@ -187,17 +186,15 @@ def compare_gradients(grads, numeric, kinks=()):
 
 
 def gradient_error(p, x, y):
-    """The largest |central difference - backward()| over every parameter (step 1e-6), a relu
-    kink's too (compare_gradients can set those aside)."""
+    """The largest |central difference - backward()| over every parameter, relu kinks too."""
     numeric, _ = numeric_gradients(p, x, y)
     return compare_gradients(backward_gradients(p, x, y), numeric)["max_abs_error"]
 
 
 @functools.lru_cache(maxsize=None)
 def small_copy_check(vocab, ids):
-    """The gradient check of the small copy (TINY, vocab tokens) on a tuple of token ids, every
-    entry compared, kinks too: made once per run, for the trace and the lesson's gradient test
-    ask for the same one (treat it as read-only)."""
+    """The gradient check of the small copy (TINY, vocab tokens) on a tuple of token ids, kinks
+    too: made once per run, as the trace and the lesson's test 2 share it (read-only)."""
     p = model.init_params(vocab, TINY["d"], TINY["hidden"], TINY["max_len"], TINY["seed"])
     x, y = list(ids[:-1]), list(ids[1:])
     numeric, _ = numeric_gradients(p, x, y)
@@ -346,14 +343,13 @@ def time_steps(lengths=(8, 16, 32, 64), repeats=9):
 def corpus_ids(tok, count):
     """The first count token IDs of corpus.txt, read story by story (from the start again if
     the corpus is shorter)."""
-    lines = bpe.read_corpus(CORPUS_FILE).splitlines(keepends=True)
-    ids = []
-    while len(ids) < count:
-        ids += [i for number, line in enumerate(lines, 1) for i in encode_line(tok, line, number)]
+    lines, ids = itertools.cycle(enumerate(bpe.read_corpus(CORPUS_FILE).splitlines(True), 1)), []
+    while len(ids) < count:                         # story by story, until there are enough
+        ids += encode_line(tok, *next(lines))
     return ids[:count]
 
 
-def encode_line(tok, line, number):
+def encode_line(tok, number, line):
     """The token IDs of one line of corpus.txt; a character the tokenizer lacks is refused,
     naming the line."""
     try:
@@ -586,9 +582,13 @@ def check_nudging(p, step, names):
 
 def check_gradients_fit(grads, numeric):
     """Refuse two dicts of gradients unless grads holds numeric's names, in its shapes."""
-    if not isinstance(grads, dict) or not isinstance(numeric, dict) or any(
-            n not in grads or model.shape(grads[n]) != model.shape(t) for n, t in numeric.items()):
-        raise ValueError("grads must be a dict holding every gradient numeric holds, in its shape")
+    if not isinstance(grads, dict) or not isinstance(numeric, dict):
+        raise TypeError(f"the gradients must be dicts, as backward() returns, not {grads!r:.40}")
+    for name, t in numeric.items():
+        found = model.shape(grads[name]) if name in grads else "missing"
+        if found != model.shape(t):
+            raise ValueError(f"backward()'s gradient of {name} is {found}: it must have the "
+                             f"shape of {name}, {model.shape(t)}")
 
 
 def check_lengths(lengths):

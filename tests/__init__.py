@@ -11,6 +11,7 @@
 Run them all, with the twelve, from the lab's folder: python3 -m unittest
 """
 import contextlib
+import functools
 import io
 import shutil
 import tempfile
@@ -32,6 +33,16 @@ def run_main(main, *args):
         except SystemExit as done:      # argparse: --help, or a usage error
             code = done.code
     return code, out.getvalue(), err.getvalue()
+
+
+@functools.lru_cache(maxsize=None)
+def shown():
+    """What python3 trace_block.py --show prints, made once per run: test_trace and
+    test_readme both read it (the pictures cost a dozen forward passes)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        trace_block.show()
+    return out.getvalue()
 
 
 @contextlib.contextmanager

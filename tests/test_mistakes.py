@@ -3,7 +3,9 @@ edited), and the failure that names it.
 
 A mistake in the math that the lesson's twelve cover must make test_model.where_it_departs,
 which test 1 prints, name the function and step where it is; a mistake that forward refuses
-must be refused with a message that says why. Mistakes no lesson claim covers (softmax's shift
+must be refused with a message that says why; one that the recorded trace cannot see (its
+figures are those of gains of 1 and biases of 0) must be named by the lesson's test that
+catches it. Mistakes no lesson claim covers (softmax's shift
 against overflow, sums not rounded once, refusing a sequence it can take) must fail the test of
 this lab's own that holds that claim. If model.py no longer holds the line a mistake edits, the
 test fails and says which line it looked for: it never passes or skips in silence.
@@ -60,7 +62,8 @@ def planted(*edits):
 def first_failure(module, tests):
     """The message of the first of tests (TestCase, name) to fail with module as model.py."""
     result = unittest.TestResult()
-    with mock.patch.object(math_tests, "model", module):
+    with mock.patch.object(math_tests, "model", module), \
+            mock.patch.object(test_model, "model", module):
         for case, name in tests:
             case(name).run(result)
             if result.failures or result.errors:
@@ -137,6 +140,19 @@ NAMED_BY_THE_TWELVE = [
 LARGE = [(math_tests.LargeScoreTests, "test_attention_with_scores_in_the_thousands"),
          (math_tests.LargeScoreTests,
           "test_loss_with_scores_in_the_thousands_and_near_the_largest_float")]
+# (the mistake, its edits, the lesson's test whose own message names it, the words it holds):
+# mistakes that test 1 cannot see, the recorded trace's figures being those of gains of 1
+NAMED_BY_ONE_TEST = [
+    ("the bias added before the gain", [("xhat_j * g_j + b_j for", "(xhat_j + b_j) * g_j for")],
+     (test_model.Mechanism, "test_layernorm_centers_and_scales_each_row"),
+     "the bias added after the gain"),
+    ("a gain handed to the wrong layer norm's backward", [(
+        'layernorm_backward(d_h2, p["ln2_g"]', 'layernorm_backward(d_h2, p["ln1_g"]')],
+     (test_model.Mechanism, "test_gradients_match_finite_differences"), "LN2's d_x"),
+    ("pos_emb given a gradient without positions", [('if cache["use_positions"]:', "if True:")],
+     (test_model.Mechanism, "test_unused_positions_get_zero_gradient"),
+     "without positions, pos_emb rows [0, 1, 2]"),
+]
 LENGTHS = [(math_tests.GradientTests, "test_forward_takes_every_length_from_1_to_its_positions")]
 # (the mistake, its edits, the tests of this lab's own that must catch it)
 CAUGHT_BY_THE_LAB = [
@@ -186,6 +202,9 @@ class LearnerMistakes(unittest.TestCase):
                 except ValueError as refusal:       # forward itself refuses, saying why
                     where = str(refusal)
                 self.assertIn(named, where)
+        for what, edits, test, named in NAMED_BY_ONE_TEST:
+            with self.subTest(mistake=what):
+                self.assertIn(named, first_failure(planted(*edits), [test]) or "no failure")
 
     def test_the_lab_s_own_tests_catch_what_the_lesson_does_not_claim(self):
         for what, edits, tests in CAUGHT_BY_THE_LAB:
@@ -194,9 +213,9 @@ class LearnerMistakes(unittest.TestCase):
 
     def test_every_sum_not_rounded_once_is_caught(self):
         """Each math.fsum of model.py replaced, one at a time, by a sum added left to right
-        and by the built-in sum() of this Python (compensated from 3.12): ExactSumTests fail.
-        One sum, the loss's top + log(total) - target, rounds as fsum does under 3.12's sum()
-        on every input we could build, so there only the left-to-right sum is planted."""
+        and, from 3.12, by the built-in sum(), compensated (before, sum() is the first one):
+        ExactSumTests fail. One sum, the loss's top + log(total) - target, rounds as fsum does
+        under 3.12's sum() on every input we could build, so there sum() is not planted."""
         exact_sums = [(math_tests.ExactSumTests, name) for name in
                       unittest.TestLoader().getTestCaseNames(math_tests.ExactSumTests)]
         calls = fsum_calls()
@@ -204,7 +223,7 @@ class LearnerMistakes(unittest.TestCase):
         loss_terms = MODEL_SOURCE.index("fsum((top, log(total), -row[target]))")
         for at in calls:
             for summing in (sum_left_to_right, sum):
-                if summing is sum and at == loss_terms and sys.version_info >= (3, 12):
+                if summing is sum and (at == loss_terms or sys.version_info < (3, 12)):
                     continue
                 line = MODEL_SOURCE.count("\n", 0, at) + 1
                 with self.subTest(line=line, sum=summing.__name__):

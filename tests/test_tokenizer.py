@@ -14,6 +14,11 @@ import bpe
 from test_model import tokenizer
 from tests import LAB, run_main
 
+try:                                # optional: Hugging Face's tokenizers, where installed
+    import tokenizers
+except ImportError:
+    tokenizers = None
+
 FIRST_STORY = ("mia has a red hat. mia goes to the garden. at the garden, mia gives the hat "
                "to ava. now ava has the red hat.")
 # `python3 bpe.py --write` on a copy whose tokenizer.json is stale, run as a maintainer runs it,
@@ -26,11 +31,6 @@ WRITE = subprocess.Popen([sys.executable, "bpe.py", "--write"], cwd=COPY.name,
                          env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
-
-try:                                # optional: Hugging Face's tokenizers, where installed
-    import tokenizers
-except ImportError:
-    tokenizers = None
 SPEC = importlib.util.spec_from_file_location("make_corpus", LAB / "tools" / "make_corpus.py")
 
 

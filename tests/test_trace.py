@@ -13,7 +13,7 @@ from unittest import mock
 import model
 import trace_block
 from test_model import series, tokenizer
-from tests import LAB, lab_copy, run_main
+from tests import LAB, lab_copy, run_main, shown
 from tests.test_mistakes import MASK, planted
 
 # `python3 trace_block.py --show`, run as learners run it, in a process of its own: started
@@ -87,7 +87,8 @@ class CommandLineTests(unittest.TestCase):
         self.assertTrue(out.endswith("block-trace.json is up to date.\n"))
         stale = recorded()
         stale["initial_loss"] = 4.0
-        with lab_copy(block_trace_json=trace_block.to_json(stale).encode()):
+        with lab_copy(block_trace_json=trace_block.to_json(stale).encode()), \
+                the_recorded_trace():
             self.assertIn("holds other figures: run python3 trace_block.py --check",
                           run_main(trace_block.main)[1])
 
@@ -150,7 +151,7 @@ class PictureTests(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.text = printed(trace_block.show)
+        cls.text = shown()
         lines = cls.text.splitlines()
         split = next(n for n, line in enumerate(lines) if line.startswith("Attention"))
         cls.gap_rows = [line for line in lines[:split] if "│" in line]

@@ -4,8 +4,8 @@ test_model.py's first test reads it to say where a changed computation first dep
 tests/test_math.py holds the model to it bit for bit (the same numbers on every Python). It
 holds, for the small copy (trace_block.TINY, the 96-token vocabulary) reading
 test_model.REPEATED[:-1] and predicting REPEATED[1:]: forward's intermediate results, in the
-order test_model.FORWARD_STEPS lists them, the loss, and backward()'s gradient of every
-parameter. The IDs are fixed, so a new corpus or tokenizer does not move them; a change to
+order test_model.FORWARD_STEPS lists them, the loss, d_logits and backward()'s gradient of
+every parameter. The IDs are fixed, so a new corpus or tokenizer does not move them; a change to
 model.py's math does, and only then is this worth running again:
 
     python3 tools/record_steps.py
@@ -25,8 +25,7 @@ def recorded_steps():
     """The text of tests/steps.json, one tensor per line."""
     ids, p = test_model.REPEATED, test_model.tiny()
     found = test_model.forward_steps(model, p, ids)
-    logits, cache = model.forward(p, ids[:-1])
-    grads = model.backward(p, cache, model.loss_and_dlogits(logits, ids[1:])[1])
+    grads = test_model.gradient_steps(model, p, ids)
     sections = {"forward": {name: found[name] for names, _ in test_model.FORWARD_STEPS
                             for name in names.split()},
                 "gradients": grads}
