@@ -263,16 +263,18 @@ def assemble(generated, extra):
     return "\n".join(lines) + "\n"
 
 
-def pinned_errors(text):
-    """Each pinned token -> its trained ID minus the lesson's (100 if it is not a token), then
-    whether the pinned sentences split as SPLITS says, with the tokenizer and the merge counts."""
-    vocab, merges, counts = bpe.learn_merges(text, bpe.VOCAB_SIZE)
-    ids = {token: i for i, token in enumerate(vocab)}
+def pinned_errors(text, size=bpe.VOCAB_SIZE):
+    """Each pinned token -> its trained ID minus the lesson's (100 if it is not a token), whether
+    the pinned sentences split as SPLITS says, the tokenizer, and each of the first size
+    tokens' merge count (a bigger size only looks further: the first merges stay the same)."""
+    vocab, merges, counts = bpe.learn_merges(text, size)
+    ids = {token: i for i, token in enumerate(vocab[:bpe.VOCAB_SIZE])}
     errors = {token: ids.get(token, 100) - want for token, want in IDS.items()}
-    tok = bpe.Tokenizer(vocab, [(vocab[a], vocab[b]) for a, b in merges])
+    tok = bpe.Tokenizer(vocab[:bpe.VOCAB_SIZE],
+                        [(vocab[a], vocab[b]) for a, b in merges[:bpe.VOCAB_SIZE - len(ALPHABET)]])
     splits = all(tok.tokens(s) == want.split("|") for s, want in SPLITS.items()
                  if not set(s) - set(vocab))
-    return errors, splits, tok, counts
+    return errors, splits, tok, dict(zip(vocab[len(vocab) - len(counts):], counts))
 
 
 def verify(text):
@@ -297,80 +299,103 @@ def verify(text):
 
 ################ The search
 
-LEVERS = {  # pinned token -> the quotas that move it; +1: more of it, the token comes sooner
-    " hat": {"thing:hat": 1}, " red": {"colour:red": 1}, " mia": {"kid:mia": 1},
-    "mia": {"lead:mia": 1, "callee:mia": 1}, " leo": {"kid:leo": 1, "lead:leo": 1},
-    " ava": {"kid:ava": 1, "lead:ava": 1}, " now": {"now:now": 1}, " at": {"at:at": 1},
-    "ow": {"now:now": 1, "colour:brown": 1}, " goes": {"go:goes": 1},
-    " gives": {"gives:gives": 1, "give:gives-to": 1, "give:gives-y": 1},
-    " to": {"give:gives-to": 1, "give:gives-y": -1}, "ll": {"colour:yellow": 1},
-    " g": {"grown:grandma": 1, "grown:grandpa": 1}, "ar": {"place:park": 1, "place:garden": 1},
-    "en": {"place:garden": 1}, " b": {"colour:brown": 1}, " has": {"has:has": 1}}
-ORDER = sorted((i, token) for token, i in IDS.items() if i >= 27)   # merged tokens, by ID
-BUDGET = 3000        # tokenizers each attempt trains before it gives up
+LOOK_PAST = 24       # merges past the vocabulary the search watches (tokens about to enter it)
+REACH = 12           # how far one step moves a quota (the model is straight only nearby)
+MARGIN = 3           # counts a pinned token's merge keeps from its neighbours', where it can
+BUDGET = 4000        # tokenizers the search trains before it gives up
 
 
 class Search:
-    """Moves the quotas until every pinned ID is right. A setting is better than another when
-    more of the pinned tokens, taken in ID order, are right before the first one that is not,
-    then when that one is nearer its ID, then when fewer are wrong (an early merge hardly
-    depends on the counts of the rare words that decide the late ones). Each step tries the
-    first wrong token's levers, by as much as its merge's count lacks or exceeds, then each
-    quota by one and by three, and keeps the best that is better; with none, a random step."""
+    """Moves the quotas until every pinned ID is right. Each step measures how one more slot
+    of each quota changes every token's merge count (the quotas' "effects", one training per
+    quota), then, on that straight-line model, moves the quotas one at a time to put each
+    pinned token at its ID, as far from its neighbours' counts as MARGIN asks, and trains on
+    the setting found; it keeps the setting when it is better (fewer IDs wrong, by less, then
+    wider margins), else tries half the move, then a random step."""
 
     def __init__(self, filler, extra, say):
         self.filler, self.extra, self.say, self.seen = filler, extra, say, {}
 
-    def score(self, quotas):
+    def measure(self, quotas):
+        """(score, errors, counts) of a setting; a smaller score is better, (0, ...) when every
+        pinned token is in place."""
         key = tuple(sorted(quotas.items()))
         if key not in self.seen:
             text = assemble(self.filler.stories(quotas), self.extra)
-            errors, splits, _, counts = pinned_errors(text)
-            wrong = [(i, token) for i, token in ORDER if errors[token]] + [(99, "")] * (not splits)
-            first = ORDER.index(wrong[0]) if wrong and wrong[0][1] else len(ORDER)
-            self.seen[key] = ((-first, abs(errors.get(wrong[0][1], 1)) if wrong else 0,
-                               len(wrong), sum(map(abs, errors.values()))), errors, counts)
+            errors, splits, _, counts = pinned_errors(text, bpe.VOCAB_SIZE + LOOK_PAST)
+            off, margins = self.gaps(counts)
+            wrong = sum(e != 0 for e in errors.values()) + 30 * (not splits)
+            wrong = wrong and wrong + off       # 0: every pinned token in place
+            self.seen[key] = ((wrong, -margins), errors, counts)
         return self.seen[key]
 
-    def moves(self, quotas):
-        """Lists of settings to try, in turn: the first wrong token's levers, then nudges."""
-        (first, *_), errors, counts = self.score(quotas)
-        tried = []
-        if -first < len(ORDER):
-            want, token = ORDER[-first]
-            have = min(want + errors[token], len(counts) + 26) - 27
-            gap = counts[want - 27] - counts[have] + (1 if errors[token] > 0 else -1)
-            for name, sign in LEVERS.get(token, {}).items():
-                for step in sorted({gap, gap // 2, gap * 3 // 2, 1 if gap > 0 else -1}):
-                    tried.append({**quotas, name: quotas[name] + sign * step})
-        names = self.filler.names
-        return [[self.filler.fit(q) for q in moves] for moves in (
-            tried, [{**quotas, n: quotas[n] + d} for n in names for d in (1, -1)],
-            [{**quotas, n: quotas[n] + d} for n in names for d in (3, -3)])]
+    @staticmethod
+    def gaps(counts):
+        """How many counts the pinned tokens' merges lack or exceed, in all, to come at their
+        IDs, and the margins of those in place (each at most MARGIN); counts as BPE merges them
+        (a tie to the earlier merge)."""
+        order = sorted(counts, key=lambda t: -counts[t])
+        where, off, margins = {t: i for i, t in enumerate(order)}, 0, 0
+        for token, want in IDS.items():
+            k, p = want - len(ALPHABET), where.get(token, len(order))
+            if k < 0:
+                continue
+            def other(i):           # the count i-th in order without this token
+                i += i >= p
+                return counts[order[i]] if i < len(order) else 0
+            c, high, low = counts.get(token, 0), other(k - 1) if k else 1e9, other(k)
+            off += max(0, c - high + 1) + max(0, low - c + 1)
+            margins += min(MARGIN, high - c, c - low) if low < c < high else 0
+        return off, margins
+
+    def step(self, quotas):
+        """The setting the straight-line model of the quotas' effects calls best near quotas."""
+        base, effects = self.measure(quotas)[2], {}
+        for name in self.filler.names:
+            for move in (REACH // 2, -REACH // 2):
+                moved = self.filler.fit({**quotas, name: quotas[name] + move})
+                if moved[name] != quotas[name]:
+                    counts, d = self.measure(moved)[2], moved[name] - quotas[name]
+                    effects[name] = [(t, (counts[t] - base[t]) / d) for t in base
+                                     if t in counts and counts[t] != base[t]]
+                    break
+
+        def value(counts):
+            off, margins = self.gaps({t: c for t, c in counts.items() if c > 0})
+            return off * 10 - margins
+        best, counts, score = quotas, dict(base), value(base)
+        for _ in range(100):
+            tries = []
+            for name in effects:
+                for d in (1, -1, 2, -2, 4, -4, 8, -8):
+                    q = self.filler.fit({**best, name: best[name] + d})
+                    if q[name] != best[name] + d or abs(q[name] - quotas[name]) > REACH:
+                        continue
+                    moved = dict(counts)
+                    for n in effects:
+                        for t, e in effects[n] if q[n] != best[n] else ():
+                            moved[t] = moved.get(t, 0) + e * (q[n] - best[n])
+                    tries.append((value(moved), q, moved))
+            if not tries or min(t[0] for t in tries) >= score:
+                return best
+            score, best, counts = min(tries, key=lambda t: t[0])
+        return best
 
     def run(self, quotas, seed=1):
-        rng, limit = random.Random(seed), len(self.seen) + BUDGET
-        best = self.score(quotas)
-        closest = (best, quotas)
-        for _ in range(BUDGET):          # steps; each tries many settings, most new
-            if not best[0][2] or len(self.seen) >= limit:
-                break
-            step = (best[0], quotas)
-            for moves in self.moves(quotas):
-                step = min([(self.score(q)[0], q) for q in moves] + [step], key=lambda x: x[0])
-                if step[0] < best[0]:
+        """The best setting found from quotas, and its measure."""
+        rng, closest = random.Random(seed), (self.measure(quotas)[0], quotas)
+        while closest[0][0] and len(self.seen) < BUDGET:
+            here, target = self.measure(quotas)[0], self.step(quotas)
+            halfway = {n: (quotas[n] + v) // 2 for n, v in target.items()}
+            kick = {n: quotas[n] + rng.choice((-3, -2, 2, 3))
+                    for n in rng.sample(self.filler.names, 2)}
+            for q in (target, self.filler.fit(halfway), self.filler.fit({**quotas, **kick})):
+                if self.measure(q)[0] < here:
                     break
-            if step[0] < best[0]:
-                quotas, best = step[1], self.score(step[1])
-                closest = min(closest, (best, quotas), key=lambda x: x[0][0])
-                self.say(f"  {len(self.seen)} tried: {self.describe(best[1])}")
-            else:
-                names = rng.sample(self.filler.names, 2)
-                quotas = self.filler.fit({**quotas, **{n: quotas[n] + rng.choice((-3, -2, 2, 3))
-                                                       for n in names}})
-                best = self.score(quotas)
-            closest = min(closest, (best, quotas), key=lambda x: x[0][0])
-        return closest[1], closest[0]
+            quotas = q
+            closest = min(closest, (self.measure(q)[0], q), key=lambda c: c[0])
+            self.say(f"  {len(self.seen)} tried: {self.describe(self.measure(q)[1])}")
+        return closest[1], self.measure(closest[1])
 
     @staticmethod
     def describe(errors):
@@ -447,14 +472,9 @@ def main(argv=None):
     if problems:
         say(f"the stored quotas do not keep the lesson's IDs ({problems[0]}); searching")
         search = Search(filler, extra, say)
-        results = []
-        for attempt in range(3):         # each from the stored quotas, with its own random steps
-            results.append(search.run(quotas, seed=attempt + 1))
-            found, ((_, _, wrong, _), errors, _) = min(results, key=lambda r: r[1][0])
-            text = assemble(filler.stories(found), extra)
-            problems = [] if wrong else verify(text)
-            if not problems and not wrong:
-                break
+        found, ((wrong, _), errors, _) = search.run(quotas)
+        text = assemble(filler.stories(found), extra)
+        problems = [] if wrong else verify(text)
         if wrong or problems:
             print(f"make_corpus: nothing was written: after {len(search.seen)} tries the "
                   f"closest quotas leave " + (Search.describe(errors) + " (+: the token comes too "
