@@ -75,7 +75,6 @@ LESSON_GAPS = {"last_logit_gap_without_positions": 0.0, "last_logit_gap_with_pos
 
 N_STORIES = 300      # stories generated from the plots
 PLOT_SEED = 19       # picks the plots' order and each sentence's wording
-STRIDE = 10          # a story of tools/stories.txt after every STRIDE generated ones
 FIELD = re.compile(r"\{(\w+)(?:\.(he|his|him))?(?::(\w+):(\w+):(\w+))?\}")
 PRONOUNS = {"he": ("he", "she"), "his": ("his", "her"), "him": ("him", "her")}
 GIVE_FORMS = {"gives-to": "{x} gives the {t} to {y}.", "gives-y": "{x} gives {y} the {t}.",
@@ -168,11 +167,15 @@ class Filler:
         self.names = [f"{kind}:{word}" for kind, (steered, _) in self.kinds.items()
                       for word in steered]
         # each kind hands its slots to the quotas in a fixed shuffled order: a quota one
-        # higher changes one slot somewhere in the corpus
+        # higher changes one slot somewhere in the corpus; a lead slot whose child is named
+        # fewer times comes first, so that "lead" quotas move the story's first word most
         self.order = {}
         for kind, slots in self.slots.items():
             self.order[kind] = list(range(len(slots)))
             random.Random(kind).shuffle(self.order[kind])
+            if kind == "lead":
+                self.order[kind].sort(key=lambda j: self.templates[slots[j][0]].count(
+                    "{%s}" % slots[j][1]))
 
     def fit(self, quotas):
         """The quotas, each at 0 or more and each kind's within the slots it has (the last
@@ -252,15 +255,9 @@ def read_stories(path=STORIES_PATH):
 
 
 def assemble(generated, extra):
-    """The corpus text: the first story, then the generated stories with the hand-written
-    ones after every STRIDE of them (the rest at the end), one story per line."""
-    lines = [FIRST_STORY]
-    for i, story in enumerate(generated):
-        lines.append(story)
-        if i % STRIDE == STRIDE - 1 and i // STRIDE < len(extra):
-            lines.append(extra[i // STRIDE])
-    lines += extra[len(generated) // STRIDE:]
-    return "\n".join(lines) + "\n"
+    """The corpus text, one story per line: the first story, the generated stories, then the
+    hand-written ones (so that adding or removing one moves no other line)."""
+    return "\n".join([FIRST_STORY] + generated + extra) + "\n"
 
 
 def pinned_errors(text, size=bpe.VOCAB_SIZE):
@@ -348,8 +345,8 @@ class Search:
             margins += min(MARGIN, high - c, c - low) if low < c < high else 0
         return off, margins
 
-    def step(self, quotas):
-        """The setting the straight-line model of the quotas' effects calls best near quotas."""
+    def effects(self, quotas):
+        """How each quota's next slot changes each token's merge count, measured around quotas."""
         base, effects = self.measure(quotas)[2], {}
         for name in self.filler.names:
             for move in (REACH // 2, -REACH // 2):
@@ -359,6 +356,11 @@ class Search:
                     effects[name] = [(t, (counts[t] - base[t]) / d) for t in base
                                      if t in counts and counts[t] != base[t]]
                     break
+        return effects
+
+    def step(self, quotas, effects):
+        """The setting the straight-line model of the quotas' effects calls best near quotas."""
+        base = self.measure(quotas)[2]
 
         def value(counts):
             off, margins = self.gaps({t: c for t, c in counts.items() if c > 0})
@@ -383,16 +385,17 @@ class Search:
 
     def run(self, quotas, seed=1):
         """The best setting found from quotas, and its measure."""
-        rng, closest = random.Random(seed), (self.measure(quotas)[0], quotas)
+        rng, closest, effects = random.Random(seed), (self.measure(quotas)[0], quotas), None
         while closest[0][0] and len(self.seen) < BUDGET:
-            here, target = self.measure(quotas)[0], self.step(quotas)
+            effects = effects or self.effects(quotas)   # measured again where the model failed
+            here, target = self.measure(quotas)[0], self.step(quotas, effects)
             halfway = {n: (quotas[n] + v) // 2 for n, v in target.items()}
             kick = {n: quotas[n] + rng.choice((-3, -2, 2, 3))
                     for n in rng.sample(self.filler.names, 2)}
             for q in (target, self.filler.fit(halfway), self.filler.fit({**quotas, **kick})):
                 if self.measure(q)[0] < here:
                     break
-            quotas = q
+            quotas, effects = q, effects if q is target else None
             closest = min(closest, (self.measure(q)[0], q), key=lambda c: c[0])
             self.say(f"  {len(self.seen)} tried: {self.describe(self.measure(q)[1])}")
         return closest[1], self.measure(closest[1])
