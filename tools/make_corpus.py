@@ -384,17 +384,22 @@ class Search:
         return best
 
     def run(self, quotas, seed=1):
-        """The best setting found from quotas, and its measure."""
+        """The best setting found from quotas, and its measure: a step on the model, else half
+        of it, else the best of every quota moved by 1 or 2, else a random step from the best."""
         rng, closest, effects = random.Random(seed), (self.measure(quotas)[0], quotas), None
         while closest[0][0] and len(self.seen) < BUDGET:
             effects = effects or self.effects(quotas)   # measured again where the model failed
             here, target = self.measure(quotas)[0], self.step(quotas, effects)
-            halfway = {n: (quotas[n] + v) // 2 for n, v in target.items()}
-            kick = {n: quotas[n] + rng.choice((-3, -2, 2, 3))
-                    for n in rng.sample(self.filler.names, 2)}
-            for q in (target, self.filler.fit(halfway), self.filler.fit({**quotas, **kick})):
-                if self.measure(q)[0] < here:
-                    break
+            halfway = self.filler.fit({n: (quotas[n] + v) // 2 for n, v in target.items()})
+            nudges = (self.filler.fit({**quotas, n: quotas[n] + d}) for n in self.filler.names
+                      for d in (1, -1, 2, -2))
+            q = target if self.measure(target)[0] < here else halfway
+            if self.measure(q)[0] >= here:
+                q = min(nudges, key=lambda q: self.measure(q)[0])
+            if self.measure(q)[0] >= here:
+                kick = {n: closest[1][n] + rng.choice((-3, -2, 2, 3))
+                        for n in rng.sample(self.filler.names, 2)}
+                q = self.filler.fit({**closest[1], **kick})
             quotas, effects = q, effects if q is target else None
             closest = min(closest, (self.measure(q)[0], q), key=lambda c: c[0])
             self.say(f"  {len(self.seen)} tried: {self.describe(self.measure(q)[1])}")
