@@ -8,13 +8,12 @@ then gives the lesson's figures, and writes corpus.txt, tools/quotas.json and to
 or it writes nothing and says, in one message, what it could not keep. tools/README.md is the
 maintainers' guide.
 
-The corpus: the first story, the stories of tools/stories.txt word for word (one after every
-STRIDE generated stories), and N_STORIES stories generated from the plots of tools/plots.txt
-with a fixed seed. A plot's slots ({a} a child, {c} a colour, {o} a thing, ...) are filled from
-the word lists there; for each kind of slot a few "steered" words have quotas (say 40 of the
-thing slots hold "hat"), and the rest of the slots take the kind's other words in turn. The
-quotas move the counts of the lesson's words and so the order of BPE's merges: the search
-(steer) changes them until every pinned ID is right.
+The corpus, one story per line: the first story, N_STORIES stories generated with a fixed seed
+from the plots of tools/plots.txt, then the stories of tools/stories.txt word for word. A
+plot's slots ({a} a child, {c} a colour, {o} a thing, ...) are filled from the word lists
+there; for each kind of slot a few "steered" words have quotas (say 48 of the thing slots hold
+"hat"), the other slots take the kind's other words in turn. The quotas move the counts of the
+lesson's words and so the order of BPE's merges: Search changes them until every ID is right.
 
 Run from the lab's folder:
     python3 tools/make_corpus.py            write corpus.txt, tools/quotas.json, tokenizer.json
@@ -303,12 +302,12 @@ BUDGET = 4000        # tokenizers the search trains before it gives up
 
 
 class Search:
-    """Moves the quotas until every pinned ID is right. Each step measures how one more slot
-    of each quota changes every token's merge count (the quotas' "effects", one training per
-    quota), then, on that straight-line model, moves the quotas one at a time to put each
-    pinned token at its ID, as far from its neighbours' counts as MARGIN asks, and trains on
-    the setting found; it keeps the setting when it is better (fewer IDs wrong, by less, then
-    wider margins), else tries half the move, then a random step."""
+    """Moves the quotas until every pinned ID is right. It measures how each quota's next slot
+    changes every token's merge count (one training per quota), moves the quotas on that
+    straight-line model, one at a time, to bring each pinned token to its ID and as far as
+    MARGIN from its neighbours' counts, and trains on the setting found. It keeps a setting
+    that is better (fewer counts off, then wider margins); else it tries half the move, the
+    best single nudge, then a random step from the best setting so far."""
 
     def __init__(self, filler, extra, say):
         self.filler, self.extra, self.say, self.seen = filler, extra, say, {}
@@ -361,8 +360,7 @@ class Search:
     def step(self, quotas, effects):
         """The setting the straight-line model of the quotas' effects calls best near quotas."""
         base = self.measure(quotas)[2]
-
-        def value(counts):
+        def value(counts):  # noqa: E306
             off, margins = self.gaps({t: c for t, c in counts.items() if c > 0})
             return off * 10 - margins
         best, counts, score = quotas, dict(base), value(base)
@@ -415,14 +413,14 @@ class Search:
 
 def read_quotas(path=QUOTAS_PATH):
     """The stored quotas ({} without the file)."""
-    if not os.path.exists(path):
-        return {}
     try:
         with open(path, encoding="utf-8") as file:
             quotas = json.load(file)["quotas"]
         if all(type(v) is int for v in quotas.values()):
             return quotas
-    except (ValueError, KeyError, TypeError):
+    except FileNotFoundError:
+        return {}
+    except (ValueError, KeyError, TypeError, AttributeError):
         pass
     raise ValueError(f"{os.path.relpath(path)} is not a file this program wrote; delete it and "
                      f"run python3 tools/make_corpus.py")
