@@ -1,23 +1,16 @@
-"""Write corpus.txt and tokenizer.json so that the lab's trace stays the lesson's, byte for byte.
+"""Write corpus.txt, tools/quotas.json and tokenizer.json so that the lab's trace stays the
+lesson's, byte for byte; tools/README.md is the maintainers' guide.
 
-The model's parameters depend only on the seed and the sizes, so block-trace.json can differ
-from the lesson's only through the token IDs that the tokenizer trained on corpus.txt gives the
-sentences the trace reads. This program writes a corpus whose tokenizer (bpe.py's own training)
-gives those sentences exactly the lesson's IDs (SPLITS and IDS below), checks that the trace
-then gives the lesson's figures, and writes corpus.txt, tools/quotas.json and tokenizer.json;
-or it writes nothing and says, in one message, what it could not keep. tools/README.md is the
-maintainers' guide.
-
-The corpus, one story per line: the first story, N_STORIES stories generated with a fixed seed
-from the plots of tools/plots.txt, then the stories of tools/stories.txt word for word. A
-plot's slots ({a} a child, {c} a colour, {o} a thing, ...) are filled from the word lists
-there; for each kind of slot a few "steered" words have quotas (say 48 of the thing slots hold
-"hat"), the other slots take the kind's other words in turn. The quotas move the counts of the
-lesson's words and so the order of BPE's merges: Search changes them until every ID is right.
+The trace can differ from the lesson's only through the token IDs that the tokenizer trained on
+corpus.txt gives the sentences it reads. The corpus is the first story, N_STORIES stories
+generated from the plots of tools/plots.txt, then the stories of tools/stories.txt word for
+word. Quotas say how many of the plots' slots hold each steered word; Search moves them until
+every pinned ID (SPLITS, IDS) is the lesson's, and verify() checks the trace's figures. When
+that fails nothing is written, and one message says what could not be kept.
 
 Run from the lab's folder:
-    python3 tools/make_corpus.py            write corpus.txt, tools/quotas.json, tokenizer.json
-    python3 tools/make_corpus.py --check    exit 1 unless those are what this program writes
+    python3 tools/make_corpus.py            write the three files, searching when needed
+    python3 tools/make_corpus.py --check    exit 1 unless they are what this program writes
 """
 import argparse
 import json
@@ -61,10 +54,9 @@ IDS = {"\n": 0, ",": 3, ".": 4, "a": 5, "d": 8, "n": 16, " a": 29, " the": 30, "
        " mia": 65, "en": 66, "ar": 67, " leo": 70, " hat": 79, " now": 80, " at": 81,
        " red": 85, "mia": 89, " goes": 91}
 # The figures of the lesson's block-trace.json that depend on the token IDs.
-LESSON = {"story_tokens": 37, "initial_loss": 4.5805,
-          "layernorm_row0": {"mean": 0.0, "variance": 0.9852},
-          "gradient_check": {"config": trace_block.TINY, "parameters_checked": 1060,
-                             "max_error_rounded": 0.0}}
+LESSON = {"story_tokens": 37, "initial_loss": 4.5805, "layernorm_row0": {"mean": 0.0, "variance":
+          0.9852}, "gradient_check": {"config": trace_block.TINY, "parameters_checked": 1060,
+                                      "max_error_rounded": 0.0}}
 LESSON_GAPS = {"last_logit_gap_without_positions": 0.0, "last_logit_gap_with_positions": 0.001282,
                "gaps_by_position_without_positions": [0.0, 0.0, 0.3037, 0.0149, 0.0137, 0.0125,
                                                       0.0232, 0.3097, 0.0]}
@@ -111,8 +103,7 @@ def read_plots(path=PLOTS_PATH):
             else:
                 ways = line.split(" | ")
                 bad = sorted({c for way in ways for c in FIELD.sub("", way)} - set(ALPHABET))
-                unknown = sorted({m[0] for way in ways for m in FIELD.findall(way)}
-                                 - set(FIELD_KINDS))
+                unknown = sorted({m[0] for m in FIELD.findall(line)} - set(FIELD_KINDS))
                 if bad or unknown or any(not way.strip() for way in ways):
                     raise ValueError(f"{where}: " + (f"characters outside the alphabet {bad}"
                                      if bad else f"unknown fields {unknown}" if unknown
@@ -242,13 +233,11 @@ def read_stories(path=STORIES_PATH):
             if not story.strip() or story.startswith("#"):
                 continue
             bad = sorted(set(story) - set(ALPHABET))
-            if bad:
-                raise ValueError(f"{where}: characters outside the alphabet {bad}; the lesson's "
-                                 f"IDs need exactly a to z without f, j, q and x, space, comma, "
-                                 f"full stop and apostrophe")
-            if story != story.strip() or "  " in story or not story.endswith("."):
-                raise ValueError(f"{where}: a story ends with a full stop and has no spaces at "
-                                 f"its ends or two in a row")
+            if bad or story != " ".join(story.split()) or not story.endswith("."):
+                raise ValueError(f"{where}: " + (f"characters outside the alphabet {bad}: the "
+                                 f"lesson's IDs need a to z without f, j, q and x, space, comma, "
+                                 f"full stop and apostrophe" if bad else "a story ends with a "
+                                 f"full stop and has no spaces at its ends or two in a row"))
             stories.append(story)
     return stories
 
@@ -302,12 +291,10 @@ BUDGET = 4000        # tokenizers the search trains before it gives up
 
 
 class Search:
-    """Moves the quotas until every pinned ID is right. It measures how each quota's next slot
-    changes every token's merge count (one training per quota), moves the quotas on that
-    straight-line model, one at a time, to bring each pinned token to its ID and as far as
-    MARGIN from its neighbours' counts, and trains on the setting found. It keeps a setting
-    that is better (fewer counts off, then wider margins); else it tries half the move, the
-    best single nudge, then a random step from the best setting so far."""
+    """Moves the quotas until every pinned ID is right: it measures how one more slot of each
+    quota changes every token's merge count, moves the quotas on that straight-line model to
+    bring each pinned token to its ID (and MARGIN from its neighbours), and trains on the
+    setting found; where that is no better, half the move, the best nudge, or a random step."""
 
     def __init__(self, filler, extra, say):
         self.filler, self.extra, self.say, self.seen = filler, extra, say, {}
@@ -414,12 +401,9 @@ class Search:
 def read_quotas(path=QUOTAS_PATH):
     """The stored quotas ({} without the file)."""
     try:
-        with open(path, encoding="utf-8") as file:
-            quotas = json.load(file)["quotas"]
+        quotas = json.loads(read(path) or '{"quotas": {}}')["quotas"]
         if all(type(v) is int for v in quotas.values()):
             return quotas
-    except FileNotFoundError:
-        return {}
     except (ValueError, KeyError, TypeError, AttributeError):
         pass
     raise ValueError(f"{os.path.relpath(path)} is not a file this program wrote; delete it and "
@@ -428,18 +412,12 @@ def read_quotas(path=QUOTAS_PATH):
 
 def quotas_json(quotas, filler):
     return json.dumps({"note": "written by tools/make_corpus.py: how many slots of each kind "
-                               "hold each steered word; the search starts from here",
-                       "quotas": quotas,
-                       "slots": {kind: len(filler.slots[kind]) for kind in filler.kinds}},
-                      indent=2) + "\n"
+                       "hold each steered word; the search starts from here", "quotas": quotas,
+                       "slots": {k: len(filler.slots[k]) for k in filler.kinds}}, indent=2) + "\n"
 
 
 def read(path):
-    try:
-        with open(path, encoding="utf-8", newline="") as file:
-            return file.read()
-    except FileNotFoundError:
-        return None
+    return bpe.read_text(path) if os.path.exists(path) else None
 
 
 def main(argv=None):
@@ -449,9 +427,8 @@ def main(argv=None):
         epilog="see tools/README.md", allow_abbrev=False)
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 unless "
                         "corpus.txt, quotas.json and tokenizer.json are what this writes")
-    parser.add_argument("--quiet", action="store_true", help="print only problems")
     args = parser.parse_args(argv)
-    say = (lambda text: None) if args.quiet else (lambda text: print(text, flush=True))
+    say = lambda text: print(text, flush=True)      # noqa: E731
     started = time.perf_counter()
     try:
         extra, filler, quotas = read_stories(), Filler(), read_quotas()
@@ -459,40 +436,37 @@ def main(argv=None):
         print(f"make_corpus: {error}; nothing was written", file=sys.stderr)
         return 1
     quotas = filler.fit(quotas)
+    problems = verify(assemble(filler.stories(quotas), extra))
+    if problems and args.check:
+        print(f"make_corpus --check: the stored quotas no longer keep the lesson's IDs "
+              f"({problems[0]}); run: python3 tools/make_corpus.py", file=sys.stderr)
+        return 1
+    if problems:
+        say(f"the stored quotas do not keep the lesson's IDs ({problems[0]}); searching")
+        search = Search(filler, extra, say)
+        quotas, ((wrong, _), errors, _) = search.run(quotas)
+        problems = [Search.describe(errors) + " (+: the token comes too late, its words too "
+                    "rare; -: too soon)"] if wrong else verify(assemble(filler.stories(quotas),
+                                                                         extra))
+        if problems:
+            print(f"make_corpus: nothing was written: after {len(search.seen)} tries the closest "
+                  f"quotas leave {problems[0]}. Undo the last change to tools/stories.txt, or "
+                  "make it smaller, and run python3 tools/make_corpus.py again; the first "
+                  "story's words (mia, leo, ava, has, gives, goes, to, the, now, at, red, hat) "
+                  "move the lesson's IDs most.", file=sys.stderr)
+            return 1
     text = assemble(filler.stories(quotas), extra)
-    problems = verify(text)
-    tok_json = None if problems else bpe.Tokenizer.train(text, bpe.VOCAB_SIZE).to_json()
     files = {CORPUS_PATH: text, QUOTAS_PATH: quotas_json(quotas, filler),
-             bpe.TOKENIZER_PATH: tok_json}
+             bpe.TOKENIZER_PATH: bpe.Tokenizer.train(text, bpe.VOCAB_SIZE).to_json()}
     if args.check:
         stale = [os.path.relpath(p, ROOT) for p, t in files.items() if read(p) != t]
-        if problems or stale:
-            print("make_corpus --check: " + (f"the stored quotas no longer keep the lesson's "
-                  f"IDs ({problems[0]})" if problems else f"{', '.join(stale)} not what "
-                  f"tools/make_corpus.py writes") + "; run: python3 tools/make_corpus.py",
-                  file=sys.stderr)
+        if stale:
+            print(f"make_corpus --check: {', '.join(stale)} not what tools/make_corpus.py "
+                  f"writes; run: python3 tools/make_corpus.py", file=sys.stderr)
             return 1
         say(f"corpus.txt, tools/quotas.json and tokenizer.json are what tools/make_corpus.py "
             f"writes, with the lesson's IDs and figures ({time.perf_counter() - started:.1f} s)")
         return 0
-    if problems:
-        say(f"the stored quotas do not keep the lesson's IDs ({problems[0]}); searching")
-        search = Search(filler, extra, say)
-        found, ((wrong, _), errors, _) = search.run(quotas)
-        text = assemble(filler.stories(found), extra)
-        problems = [] if wrong else verify(text)
-        if wrong or problems:
-            print(f"make_corpus: nothing was written: after {len(search.seen)} tries the "
-                  f"closest quotas leave " + (Search.describe(errors) + " (+: the token comes too "
-                  "late, its words too rare; -: too soon)" if wrong else problems[0]) +
-                  ". Undo the last change to tools/stories.txt, or make it smaller, and run "
-                  "python3 tools/make_corpus.py again; stories that use the first story's words "
-                  "(mia, leo, ava, has, gives, goes, to, the, now, at, red, hat) move the "
-                  "lesson's IDs most.", file=sys.stderr)
-            return 1
-        quotas = found
-        files = {CORPUS_PATH: text, QUOTAS_PATH: quotas_json(quotas, filler),
-                 bpe.TOKENIZER_PATH: bpe.Tokenizer.train(text, bpe.VOCAB_SIZE).to_json()}
     for path, content in files.items():
         bpe.write_text(path, content)
     say(f"wrote corpus.txt ({text.count(chr(10))} stories, {len(extra)} from tools/stories.txt), "
