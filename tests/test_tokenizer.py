@@ -1,6 +1,7 @@
 """bpe.py: the BPE steps, the two training loops side by side, encoding and decoding, and the
 lab's corpus.txt and tokenizer.json."""
 import doctest
+import importlib.util
 import json
 import os
 import subprocess
@@ -29,6 +30,15 @@ for _name in ("bpe.py", "corpus.txt"):
 WRITE = subprocess.Popen([sys.executable, "bpe.py", "--write"], cwd=COPY.name,
                          env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+SPEC = importlib.util.spec_from_file_location("make_corpus", LAB / "tools" / "make_corpus.py")
+
+
+def pins():
+    """tools/make_corpus.py's SPLITS and IDS: the sentences whose IDs the trace and tests read."""
+    module = importlib.util.module_from_spec(SPEC)
+    SPEC.loader.exec_module(module)
+    return module.SPLITS, module.IDS
 
 
 def load_tests(loader, tests, pattern):
@@ -104,6 +114,17 @@ class TheLabsTokenizerTests(unittest.TestCase):
         self.assertEqual((hat[:4], ball[:4]), (["mia", " has", " a", " red"],) * 2)
         self.assertNotEqual(ball[4], hat[4])
         self.assertLessEqual(len(ball), 9)
+
+    def test_every_id_the_trace_and_the_tests_read_is_pinned(self):
+        """The sentences the trace and the tests encode split into the lesson's tokens, with
+        the lesson's IDs (tools/make_corpus.py keeps them so; here they are checked)."""
+        splits, ids = pins()
+        tok = tokenizer()
+        self.assertIn(FIRST_STORY + "\n", splits)
+        for sentence, split in splits.items():
+            with self.subTest(sentence=sentence):
+                self.assertEqual(tok.tokens(sentence), split.split("|"))
+                self.assertEqual(tok.encode(sentence), [ids[t] for t in split.split("|")])
 
     @unittest.skipIf(tokenizers is None, "Hugging Face tokenizers is not installed")
     def test_hugging_face_tokenizers_encodes_the_corpus_as_bpe_py_does(self):
