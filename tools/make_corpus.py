@@ -223,12 +223,14 @@ def read_stories(path=STORIES_PATH):
             story, where = line.rstrip("\n"), f"{os.path.relpath(path)} line {number}"
             if not story.strip() or story.startswith("#"):
                 continue
-            bad = sorted(set(story) - set(ALPHABET))
-            if bad or story != " ".join(story.split()) or not story.endswith("."):
-                raise ValueError(f"{where}: " + (f"characters outside the alphabet {bad}: the "
-                                 f"lesson's IDs need a to z without f, j, q and x, space, comma, "
-                                 f"full stop and apostrophe" if bad else "a story ends with a "
-                                 f"full stop and has no spaces at its ends or two in a row"))
+            bad = [word for word in story.split() if set(word) - set(ALPHABET)]
+            problem = (f"{', '.join(map(repr, bad))}: a story is written in lower case a to z "
+                       f"without f, j, q and x, with spaces, commas, full stops and apostrophes"
+                       if bad else "a story ends with a full stop" if not story.endswith(".")
+                       else "spaces at the story's ends or two in a row"
+                       if story != " ".join(story.split()) else "")
+            if problem:
+                raise ValueError(f"{where}: {problem}")
             stories.append(story)
     return stories
 
@@ -419,7 +421,8 @@ def main(argv=None):
     try:
         extra, filler, quotas = read_stories(), Filler(), read_quotas()
     except (OSError, ValueError) as error:
-        print(f"make_corpus: {error}; nothing was written", file=sys.stderr)
+        print(f"make_corpus{' --check' * args.check}: {error}"
+              + "; nothing was written" * (not args.check), file=sys.stderr)
         return 1
     quotas = filler.fit(quotas)
     problems = verify(assemble(filler.stories(quotas), extra))
@@ -437,9 +440,10 @@ def main(argv=None):
         if problems:
             print(f"make_corpus: nothing was written: after {len(search.seen)} tries the closest "
                   f"quotas leave {problems[0]}. Undo the last change to tools/stories.txt, or "
-                  "make it smaller, and run python3 tools/make_corpus.py again; the first "
-                  "story's words (mia, leo, ava, has, gives, goes, to, the, now, at, red, hat) "
-                  "move the lesson's IDs most.", file=sys.stderr)
+                  "make it another way (a story shorter or reworded; a removal with another "
+                  "story added or removed too), and run python3 tools/make_corpus.py again; the "
+                  "first story's words (mia, leo, ava, has, gives, goes, to, the, now, at, red, "
+                  "hat) move the lesson's IDs most.", file=sys.stderr)
             return 1
     text = assemble(filler.stories(quotas), extra)
     files = {CORPUS_PATH: text, QUOTAS_PATH: quotas_json(quotas, filler),
@@ -447,8 +451,9 @@ def main(argv=None):
     if args.check:
         stale = [os.path.relpath(p, ROOT) for p, t in files.items() if read(p) != t]
         if stale:
-            print(f"make_corpus --check: {', '.join(stale)} not what tools/make_corpus.py "
-                  f"writes; run: python3 tools/make_corpus.py", file=sys.stderr)
+            print(f"make_corpus --check: {', '.join(stale)} {'is' if len(stale) == 1 else 'are'}"
+                  f" not what tools/make_corpus.py writes; run: python3 tools/make_corpus.py",
+                  file=sys.stderr)
             return 1
         print(f"corpus.txt, tools/quotas.json and tokenizer.json are what tools/make_corpus.py "
             f"writes, with the lesson's IDs and figures ({time.perf_counter() - started:.1f} s)")
