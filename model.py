@@ -295,9 +295,9 @@ def count_params(params):
 
 
 def fingerprint(p):
-    """A hash of every number in p: backward refuses a cache made with other values."""
-    return hash(tuple(map(tuple, chain.from_iterable(p[name] if " " in dims else [p[name]]
-                                                     for name, dims in PARAMETERS.items()))))
+    """Every number in p, as a tuple of rows: backward refuses a cache made with other values."""
+    return tuple(map(tuple, chain.from_iterable(p[name] if " " in dims else [p[name]]
+                                                for name, dims in PARAMETERS.items())))
 
 
 def forward(p, ids, use_positions=True):
