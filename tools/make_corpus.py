@@ -438,8 +438,8 @@ def main(argv=None):
                   f"quotas leave {problems[0]}. Undo the last change to tools/stories.txt, or "
                   "make it another way (a story shorter or reworded; a removal with another "
                   "story added or removed too), and run python3 tools/make_corpus.py again; the "
-                  "first story's words (mia, leo, ava, has, gives, goes, to, the, now, at, red, "
-                  "hat) move the lesson's IDs most.", file=sys.stderr)
+                  "pinned sentences' words (mia, leo, ava, has, gives, goes, to, the, now, at, "
+                  "red, hat) move the lesson's IDs most.", file=sys.stderr)
             return 1
     files = {CORPUS_PATH: text, QUOTAS_PATH: quotas_json(quotas, filler),
              bpe.TOKENIZER_PATH: bpe.Tokenizer.train(text, bpe.VOCAB_SIZE).to_json()}
