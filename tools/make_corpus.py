@@ -137,8 +137,8 @@ def kinds_of(template):
 class Filler:
     """Fills the templates' slots from quotas (quota name "kind:word" -> how many slots)."""
 
-    def __init__(self, plots_path=PLOTS_PATH):
-        plots, self.kinds, self.she = read_plots(plots_path)
+    def __init__(self):
+        plots, self.kinds, self.she = read_plots()
         self.templates = make_templates(plots)
         self.fields = [kinds_of(t) for t in self.templates]
         self.slots = {kind: [] for kind in self.kinds}      # kind -> [(story, field)]
@@ -254,19 +254,19 @@ def pinned_errors(text, size=bpe.VOCAB_SIZE):
 
 
 def verify(text):
-    """Everything promised, checked with bpe.py and trace_block.py: a list of problems."""
+    """Everything promised, checked with bpe.py and trace_block.py: (problems, the tokenizer)."""
     if set(text) != set(ALPHABET):
-        return [f"the corpus does not use every character of {ALPHABET!r}"]
+        return [f"the corpus does not use every character of {ALPHABET!r}"], None
     errors, splits, tok, _ = pinned_errors(text)
     wrong = [f"{token!r} {IDS[token] + e if e < 100 - IDS[token] else 'not a token'} (the "
              f"lesson's {IDS[token]})" for token, e in errors.items() if e]
     if wrong or not splits:
         return ["token IDs: " + ", ".join(wrong) if wrong else
-                "a pinned sentence splits into other tokens than SPLITS says"]
+                "a pinned sentence splits into other tokens than SPLITS says"], tok
     figures = trace_block.trace(tok, FIRST_STORY + "\n")
     want = dict(LESSON, order_test=dict(figures["order_test"], **LESSON_GAPS))
     return [f"the trace's {key} is {json.dumps(figures[key])}, the lesson's {json.dumps(value)}"
-            for key, value in want.items() if figures[key] != value]
+            for key, value in want.items() if figures[key] != value], tok
 
 
 ################ The search
@@ -376,8 +376,7 @@ class Search:
 
     @staticmethod
     def describe(errors):
-        wrong = {t: e for t, e in errors.items() if e}
-        return ", ".join(f"{t!r} {e:+d}" for t, e in wrong.items()) or "every pinned ID right"
+        return ", ".join(f"{t!r} {e:+d}" for t, e in errors.items() if e) or "every pinned ID right"
 
 
 ################ Command line
@@ -421,7 +420,7 @@ def main(argv=None):
         return 1
     quotas = filler.fit(quotas)
     text = assemble(filler.stories(quotas), extra)
-    problems = verify(text)
+    problems, tok = verify(text)
     if problems and args.check:
         print(f"make_corpus --check: the stored quotas no longer keep the lesson's IDs "
               f"({problems[0]}); run: python3 tools/make_corpus.py", file=sys.stderr)
@@ -431,8 +430,8 @@ def main(argv=None):
         search = Search(filler, extra)
         quotas, ((wrong, _), errors, _) = search.run(quotas)
         text = assemble(filler.stories(quotas), extra)
-        problems = [Search.describe(errors) + " (+: the token comes too late, its words too "
-                    "rare; -: too soon)"] if wrong else verify(text)
+        problems, tok = ([Search.describe(errors) + " (+: the token comes too late, its words "
+                          "too rare; -: too soon)"], None) if wrong else verify(text)
         if problems:
             print(f"make_corpus: nothing was written: after {len(search.seen)} tries the closest "
                   f"quotas leave {problems[0]}. Undo the last change to tools/stories.txt, or "
@@ -442,7 +441,7 @@ def main(argv=None):
                   "red, hat) move the lesson's IDs most.", file=sys.stderr)
             return 1
     files = {CORPUS_PATH: text, QUOTAS_PATH: quotas_json(quotas, filler),
-             bpe.TOKENIZER_PATH: bpe.Tokenizer.train(text, bpe.VOCAB_SIZE).to_json()}
+             bpe.TOKENIZER_PATH: tok.to_json()}
     if args.check:
         stale = [os.path.relpath(p, ROOT) for p, t in files.items() if read(p) != t]
         if stale:
