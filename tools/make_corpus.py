@@ -1,8 +1,6 @@
 """Write corpus.txt, tools/quotas.json and tokenizer.json so that the lab's trace stays the
-lesson's, byte for byte: the first story, stories generated from the plots of tools/plots.txt
-with quotas of steered words that Search moves until every pinned token ID (SPLITS, IDS) is the
-lesson's, then the stories of tools/stories.txt. If it cannot, it writes nothing and says what
-it could not keep in one message. tools/README.md is the maintainers' guide. From the lab:
+lesson's, byte for byte, or write nothing and say why; tools/README.md, the maintainers' guide,
+says how. From the lab:
     python3 tools/make_corpus.py            write the three files, searching when needed
     python3 tools/make_corpus.py --check    exit 1 unless they are what this program writes
 """
@@ -21,7 +19,6 @@ sys.path.insert(0, ROOT)
 import bpe           # noqa: E402  (the lab's modules live one folder up)
 import trace_block   # noqa: E402
 
-CORPUS_PATH = os.path.join(ROOT, "corpus.txt")
 STORIES_PATH = os.path.join(TOOLS, "stories.txt")
 PLOTS_PATH = os.path.join(TOOLS, "plots.txt")
 QUOTAS_PATH = os.path.join(TOOLS, "quotas.json")
@@ -109,16 +106,6 @@ def read_plots(path=PLOTS_PATH):
     return plots, kinds, she
 
 
-def make_templates(plots):
-    """The N_STORIES stories with their fields still in braces, the same on every run."""
-    rng, order = random.Random(PLOT_SEED), []
-    while len(order) < N_STORIES:
-        round_ = [plot for plot in plots for _ in range(plot[1])]
-        rng.shuffle(round_)
-        order += round_
-    return [" ".join(rng.choice(ways) for ways in plot[2]) for plot in order[:N_STORIES]]
-
-
 def kinds_of(template):
     """Each field of a template -> its kind; a child named first fills a "lead" slot, one
     called at the start of something said ('{a}, ...') a "callee" slot."""
@@ -139,7 +126,13 @@ class Filler:
 
     def __init__(self):
         plots, self.kinds, self.she = read_plots()
-        self.templates = make_templates(plots)
+        rng, order = random.Random(PLOT_SEED), []      # the N_STORIES plots in a fixed order
+        while len(order) < N_STORIES:
+            round_ = [plot for plot in plots for _ in range(plot[1])]
+            rng.shuffle(round_)
+            order += round_
+        self.templates = [" ".join(rng.choice(ways) for ways in plot[2])
+                          for plot in order[:N_STORIES]]
         self.fields = [kinds_of(t) for t in self.templates]
         self.slots = {kind: [] for kind in self.kinds}      # kind -> [(story, field)]
         for i, fields in enumerate(self.fields):
@@ -147,9 +140,8 @@ class Filler:
                 self.slots[kind].append((i, field))
         self.names = [f"{kind}:{word}" for kind, (steered, _) in self.kinds.items()
                       for word in steered]
-        # each kind hands its slots to the quotas in a fixed shuffled order: a quota one
-        # higher changes one slot somewhere in the corpus; a lead slot whose child is named
-        # fewer times comes first, so that "lead" quotas move the story's first word most
+        # each kind's slots go to the quotas in a fixed shuffled order, lead slots whose child
+        # is named fewer times first (tools/README.md says why)
         self.order = {}
         for kind, slots in self.slots.items():
             self.order[kind] = list(range(len(slots)))
@@ -173,11 +165,9 @@ class Filler:
         values = [{} for _ in self.templates]
         for kind, (steered, others) in self.kinds.items():
             words = [others[j % len(others)] for j in range(len(self.slots[kind]))]
-            start = 0
-            for word in steered:
-                for j in self.order[kind][start:start + quotas[f"{kind}:{word}"]]:
-                    words[j] = word
-                start += quotas[f"{kind}:{word}"]
+            chosen = [word for word in steered for _ in range(quotas[f"{kind}:{word}"])]
+            for j, word in zip(self.order[kind], chosen):
+                words[j] = word
             for (i, field), word in zip(self.slots[kind], words):
                 values[i][field] = word
         self.make_pairs_differ(values)
@@ -278,10 +268,7 @@ BUDGET = 4000        # tokenizers the search trains before it gives up
 
 
 class Search:
-    """Moves the quotas until every pinned ID is right: it measures how one more slot of each
-    quota changes every token's merge count, moves the quotas on that straight-line model to
-    bring each pinned token to its ID (and MARGIN from its neighbours), and trains on the
-    setting found; where that is no better, half the move, the best nudge, or a random step."""
+    """Moves the quotas until every pinned ID is right, as tools/README.md describes."""
 
     def __init__(self, filler, extra):
         self.filler, self.extra, self.seen = filler, extra, {}
@@ -360,11 +347,10 @@ class Search:
             effects = effects or self.effects(quotas)   # measured again where the model failed
             here, target = self.measure(quotas)[0], self.step(quotas, effects)
             halfway = self.filler.fit({n: (quotas[n] + v) // 2 for n, v in target.items()})
-            nudges = (self.filler.fit({**quotas, n: quotas[n] + d}) for n in self.filler.names
-                      for d in (1, -1, 2, -2))
             q = target if self.measure(target)[0] < here else halfway
             if self.measure(q)[0] >= here:
-                q = min(nudges, key=lambda q: self.measure(q)[0])
+                q = min((self.filler.fit({**quotas, n: quotas[n] + d}) for n in self.filler.names
+                         for d in (1, -1, 2, -2)), key=lambda q: self.measure(q)[0])
             if self.measure(q)[0] >= here:
                 kick = {n: closest[1][n] + rng.choice((-3, -2, 2, 3))
                         for n in rng.sample(self.filler.names, 2)}
@@ -440,7 +426,7 @@ def main(argv=None):
                   "pinned sentences' words (mia, leo, ava, has, gives, goes, to, the, now, at, "
                   "red, hat) move the lesson's IDs most.", file=sys.stderr)
             return 1
-    files = {CORPUS_PATH: text, QUOTAS_PATH: quotas_json(quotas, filler),
+    files = {bpe.CORPUS_PATH: text, QUOTAS_PATH: quotas_json(quotas, filler),
              bpe.TOKENIZER_PATH: tok.to_json()}
     if args.check:
         stale = [os.path.relpath(p, ROOT) for p, t in files.items() if read(p) != t]
