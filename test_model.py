@@ -1,7 +1,7 @@
 """The lesson's twelve tests, in its three classes and order: Recorded (1), Mechanism (2-6)
 and FailureCases (7-12). Run: python3 -m unittest -v test_model.py. When the recorded
-figures move, test 1 also says where the computation first departs: the first of forward's
-steps, else of the gradients in backward order, that moved from tests/steps.json."""
+figures move, test 1 also says where the computation first departs from tests/steps.json:
+init_params' numbers, else the first of forward's steps, else of the gradients, that moved."""
 import json
 import math
 import random
@@ -36,15 +36,14 @@ def series():
 def tiny(module=model):
     """The small copy's parameters (1,060), made afresh (a test may change them), with gains
     and biases away from 1 and 0, so that one handed to the wrong step shows."""
-    p = module.init_params(96, TINY["d"], TINY["hidden"], TINY["max_len"], TINY["seed"])
+    p = module.init_params(96, **TINY)
     rng = random.Random(4)
     for name in ("ln1_g", "ln1_b", "b1", "ln2_g", "ln2_b", "b2", "lnf_g", "lnf_b", "b_out"):
         p[name] = [rng.uniform(0.5, 1.5) if name[-1] == "g" else rng.gauss(0, 0.1) for _ in p[name]]
     return p
 
 
-def ball():
-    """The gradient check's sentence, "mia has a red ball.", as its token IDs."""
+def ball():    # the gradient check's sentence, "mia has a red ball.", as its token IDs
     return tokenizer().encode(trace_block.GRADIENT_SENTENCE)
 
 
@@ -55,7 +54,7 @@ FORWARD_STEPS = [
     ("x0", "forward step 1: the embeddings, x0 = tok_emb[ids] + pos_emb[0:T]"),
     ("ln1.std ln1.xhat", "layernorm_forward (LN1) step 2: each row's std, and xhat"),
     ("h1", "layernorm_forward (LN1) step 3: gain and bias"),
-    ("att.q att.k att.v", "attention_forward step 1: the queries, keys and values"),
+    ("att.q att.k att.v", "attention_forward step 1: the queries, keys and values of h1"),
     ("att.scores", "attention_forward step 2: the scores and the causal mask"),
     ("att.weights", "attention_forward step 3: the weights, softmax of the scores"),
     ("att.mixed", "attention_forward step 4: the mix of the values"),
@@ -161,18 +160,21 @@ def first_wrong_gradient(errors, bound):
 def where_it_departs(module=model):
     """Where the computation first departs (see the top of this file), in words."""
     recorded = json.loads(STEPS.read_text(encoding="utf-8"))
+    drawn = module.init_params(96, **TINY)
+    for name, values in recorded["init"].items():
+        if change := moved(drawn.get(name), values, name):
+            return (f"init_params draws other numbers ({change}): one random.Random(seed) draws "
+                    f"gauss(0.0, 0.02) for each matrix, in turn, row by row; gains 1.0, biases 0.0")
     found = forward_steps(module, tiny(module), recorded["ids"])
     for name in list(MADE_IN)[:list(MADE_IN).index("d_logits")]:
-        change = moved(found.get(name), recorded["forward"][name], name)
-        if change and name in found:
+        if name in found and (change := moved(found[name], recorded["forward"][name], name)):
             return f"Forward departs first at {MADE_IN[name]}. {change}"
     grads = gradient_steps(module, tiny(module), recorded["ids"])
     for name in GRADIENTS:
-        change = moved(grads[name], recorded["gradients"][name], name)
-        if change:
+        if change := moved(grads[name], recorded["gradients"][name], name):
             return (f"Forward is unchanged; the first gradient, in backward order, that moved: "
                     f"{name}, made in {MADE_IN[name]}. {change}")
-    return "Forward and backward are unchanged on the small copy: the change is elsewhere."
+    return "Forward and backward are unchanged on the small copy, with positions: look elsewhere."
 
 
 ################ 1. The recorded trace
@@ -198,13 +200,11 @@ class Mechanism(unittest.TestCase):
         random direction through each tensor, with gains and biases away from 1 and 0."""
         report = trace_block.small_copy_check(96, tuple(ball()))
         self.assertEqual(report["parameters_checked"], 1060)
-        wrong = first_wrong_gradient(report["errors_by_tensor"], TOLERANCE)
-        if wrong:
+        if wrong := first_wrong_gradient(report["errors_by_tensor"], TOLERANCE):
             self.fail(f"on {trace_block.GRADIENT_SENTENCE!r}, the first gradient in backward "
                       f"order off its finite differences: {wrong}; worst entry {report['worst']}")
         self.assertLess(report["max_rel_error"], 1e-5)
-        wrong = first_wrong_gradient(slope_errors(model, tiny(), REPEATED), TOLERANCE)
-        if wrong:
+        if wrong := first_wrong_gradient(slope_errors(model, tiny(), REPEATED), TOLERANCE):
             self.fail(f"on the IDs {REPEATED}, where tokens 7 and 89 repeat, the first gradient "
                       f"in backward order off its finite differences (a random direction): {wrong}"
                       f".\n{where_it_departs()}")
@@ -301,8 +301,8 @@ class FailureCases(unittest.TestCase):
         if reason := foundation_broken():
             self.skipTest(reason)
         self.assertEqual(last_logits_gap(series(), tokenizer(), False), 0.0,
-                         "without positions the last position saw the order: is every sum "
-                         "correctly rounded (math.fsum), whatever the order of its terms?")
+                         "without positions the last position saw the order: is pos_emb left "
+                         "out (step 1), and every sum correctly rounded (math.fsum)?")
         self.assertGreater(last_logits_gap(series(), tokenizer(), True), 0.0,
                            "with positions the last position should tell the two apart: does "
                            "forward step 1 add the position embeddings?")

@@ -499,7 +499,7 @@ FLAGS = (("--json", "print the whole trace, as block-trace.json holds it"),
 
 def main(argv=None):
     """Run the command line; return the exit code. A problem with one of the lab's files, or
-    with writing the output, is said in one line (exit 1); a traceback means a bug in the lab."""
+    with writing the output, is said in one line (exit 1); a traceback means a bug in the code."""
     parser = argparse.ArgumentParser(
         description="Run the one-block transformer on real text. With no flag: the figures\n"
                     "the lesson talks about, and whether block-trace.json still holds them.",

@@ -270,14 +270,15 @@ class GradientTests(unittest.TestCase):
         self.assertEqual(model.linear_relu_backward(d_m, a, W2), (d_pre, d_W2, d_b2))
 
     def test_the_recorded_steps_bit_for_bit(self):
-        """Forward's steps and every gradient on tests/steps.json's IDs, as recorded: the same
-        numbers on every Python (test_model compares them only to within another platform's
-        exp and log)."""
+        """init_params' numbers, forward's steps and every gradient on tests/steps.json's IDs,
+        as recorded: the same numbers on every Python (test_model compares them only to within
+        another platform's exp and log)."""
         recorded = json.loads((LAB / "tests" / "steps.json").read_text(encoding="utf-8"))
         self.assertEqual(recorded["ids"], REPEATED)
         p = tiny()
         found, grads = forward_steps(model, p, REPEATED), gradient_steps(model, p, REPEATED)
-        for section, values in (("forward", found), ("gradients", grads)):
+        drawn = model.init_params(96, **trace_block.TINY)
+        for section, values in (("init", drawn), ("forward", found), ("gradients", grads)):
             moved = [name for name, value in recorded[section].items() if values[name] != value]
             self.assertEqual(moved, [], f"these {section} numbers moved: after a deliberate "
                                         f"change to the math, run python3 tools/record_steps.py")

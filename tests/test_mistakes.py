@@ -20,6 +20,7 @@ from unittest import mock
 
 import model
 import test_model
+import trace_block
 import tests.test_math as math_tests
 from tests import LAB
 
@@ -63,7 +64,8 @@ def first_failure(module, tests):
     """The message of the first of tests (TestCase, name) to fail with module as model.py."""
     result = unittest.TestResult()
     with mock.patch.object(math_tests, "model", module), \
-            mock.patch.object(test_model, "model", module):
+            mock.patch.object(test_model, "model", module), \
+            mock.patch.object(trace_block, "model", module):
         for case, name in tests:
             case(name).run(result)
             if result.failures or result.errors:
@@ -136,6 +138,11 @@ NAMED_BY_THE_TWELVE = [
     ("the loss summed, not averaged", [("return fsum(losses) / T, d_logits",
                                         "return fsum(losses), d_logits")],
      "loss_and_dlogits: the mean cross-entropy"),
+    ("init_params drawing column by column", [(
+        "[[rng.gauss(0.0, 0.02) for _ in range(cols[0])] for _ in range(rows)]",
+        "[list(c) for c in zip(*[[rng.gauss(0.0, 0.02) for _ in range(rows)]\n"
+        "                                  for _ in range(cols[0])])]")],
+     "init_params draws other numbers"),
 ]
 LARGE = [(math_tests.LargeScoreTests, "test_attention_with_scores_in_the_thousands"),
          (math_tests.LargeScoreTests,
@@ -152,6 +159,9 @@ NAMED_BY_ONE_TEST = [
     ("pos_emb given a gradient without positions", [('if cache["use_positions"]:', "if True:")],
      (test_model.Mechanism, "test_unused_positions_get_zero_gradient"),
      "without positions, pos_emb rows [0, 1, 2]"),
+    ("use_positions=False ignored", [("    if use_positions:\n", "    if True:\n")],
+     (test_model.FailureCases, "test_without_positions_the_last_position_cannot_see_word_order"),
+     "is pos_emb left out"),
 ]
 LENGTHS = [(math_tests.GradientTests, "test_forward_takes_every_length_from_1_to_its_positions")]
 # (the mistake, its edits, the tests of this lab's own that must catch it)

@@ -3,9 +3,9 @@
 test_model.py's first test reads it to say where a changed computation first departs, and
 tests/test_math.py holds the model to it bit for bit (the same numbers on every Python). It
 holds, for the small copy (trace_block.TINY, the 96-token vocabulary) reading
-test_model.REPEATED[:-1] and predicting REPEATED[1:]: forward's intermediate results, in the
-order test_model.FORWARD_STEPS lists them, the loss, d_logits and backward()'s gradient of
-every parameter. The IDs are fixed, so a new corpus or tokenizer does not move them; a change to
+test_model.REPEATED[:-1] and predicting REPEATED[1:]: the numbers init_params draws, forward's
+intermediate results, in the order test_model.FORWARD_STEPS lists them, the loss, d_logits and
+backward()'s gradient of every parameter. The IDs are fixed, so a new corpus or tokenizer does not move them; a change to
 model.py's math does, and only then is this worth running again:
 
     python3 tools/record_steps.py
@@ -26,7 +26,8 @@ def recorded_steps():
     ids, p = test_model.REPEATED, test_model.tiny()
     found = test_model.forward_steps(model, p, ids)
     grads = test_model.gradient_steps(model, p, ids)
-    sections = {"forward": {name: found[name] for names, _ in test_model.FORWARD_STEPS
+    sections = {"init": model.init_params(96, **test_model.TINY),
+                "forward": {name: found[name] for names, _ in test_model.FORWARD_STEPS
                             for name in names.split()},
                 "gradients": grads}
     parts = [f' "ids": {json.dumps(ids)}']
