@@ -64,8 +64,7 @@ def best_pair(counts):
     (0, 1)
     """
     check_counts(counts)
-    # Tie rule: among pairs with the same count, the smallest (left id, right id) wins, so the
-    # result never depends on the order the counts were filled in.
+    # the tie rule: the result never depends on the order the counts were filled in
     return min(counts, key=lambda pair: (-counts[pair], pair))
 
 
@@ -250,8 +249,9 @@ def read_json(path):
     """The JSON value in a file, refused unless it is plain: no key twice in an object (json
     keeps the last), no NaN, no number of over 40 characters or beyond a float's range."""
     def keys_once(pairs):
-        for n, (key, _) in enumerate(pairs):
-            if key in dict(pairs[:n]):
+        seen = set()
+        for key, _ in pairs:
+            if key in seen or seen.add(key):    # add() gives None: true for a key seen before
                 raise ValueError(f"key {key!r} appears twice in one object")
         return dict(pairs)
 
@@ -342,8 +342,7 @@ def main(argv=None):
     return run_reporting_problems(check if args.check else write if args.write else demo)
 
 
-def write():
-    """Train on corpus.txt, write tokenizer.json; return the exit code, 0."""
+def write():    # train on corpus.txt, write tokenizer.json; the exit code is 0
     Tokenizer.train(read_corpus(), VOCAB_SIZE).save(TOKENIZER_PATH)
     print(f"wrote {TOKENIZER_PATH}: {VOCAB_SIZE} tokens")
     return 0
@@ -416,7 +415,8 @@ def check_pattern(pattern):
         if re.compile(pattern).groups:
             raise ValueError(f"pattern {pattern!r} has a capturing group; write (?:...) instead")
     except (re.error, TypeError) as error:
-        raise type(error)(f"pattern {pattern!r} is not a regular expression: {error}") from None
+        raise (TypeError if isinstance(error, TypeError) else ValueError)(
+            f"pattern {pattern!r} is not a regular expression: {error}") from None
 
 
 def check_training(text, vocab_size, pattern):
@@ -446,15 +446,15 @@ def check_tokenizer_parts(vocab, merges, pattern):
                 isinstance(part, str) for part in pair))]
     if wrong:
         raise TypeError(f"{wrong[0]}: tokens are non-empty strings, merges [left, right] pairs")
-    A = len(vocab) - len(merges)
+    A, first = len(vocab) - len(merges), {t: i for i, t in reversed(list(enumerate(vocab)))}
     problems = ([f"token {token!r} appears twice in vocab" for i, token in enumerate(vocab)
-                 if token in vocab[:i]] + [f"{len(merges)} merges but only {len(vocab)} "
+                 if first[token] < i] + [f"{len(merges)} merges but only {len(vocab)} "
                                            f"tokens"] * (A < 1)
                 + [f"token {token!r} is in the base alphabet (ids 0..{A - 1}) but is not a single "
                    f"character" for token in vocab[:max(A, 0)] if len(token) != 1]
                 + [f"merge {r} {list(pair)} must make token {A + r} from two tokens made before "
                    f"it" for r, pair in enumerate(merges) if A > 0 and (vocab[A + r] != "".join(
-                       pair) or not set(pair) <= set(vocab[:A + r]))])
+                       pair) or not all(first.get(part, A + r) < A + r for part in pair))])
     if problems:
         raise ValueError(problems[0])
 

@@ -215,7 +215,7 @@ def attention_backward(p, cache, d_out):
     """Gradients of attention, given d_out: returns ({"Wq", "Wk", "Wv", "Wo"} gradients, d_x).
     The forward steps 1-5 walked back as 5, 4, 3, 2, 1."""
     check("attention_backward(x: T d, weights: T T, Wq: d d, Wk: d d, Wv: d d, Wo: d d, "
-          "d_out: T d)", *cached(cache, "attention_forward", "x", "weights"),
+          "d_out: T d)", *cached(cache, "attention_forward", "x", "weights", *"qkv", "mixed")[:2],
           *tensors(p, "Wq", "Wk", "Wv", "Wo"), d_out)
     x, q, k, v, weights, mixed = (cache[key] for key in ("x", "q", "k", "v", "weights", "mixed"))
     T, sqrt_d = len(x), sqrt(len(x[0]))
@@ -414,6 +414,8 @@ def matmul_skipping_zeros(a, b):
 def row_times_skipping_zeros(row, b, b_cols):
     """Speed: one row of a · b without the terms where the row holds 0.0."""
     kept = list(compress(row, row))                     # the entries that are not 0.0
+    if len(kept) + row.count(0.0) < len(row):           # None, "" or [] would pass for 0.0
+        raise TypeError(f"matmul: a matrix must hold numbers, not {row!r:.50}")
     if not kept:
         return [0.0] * len(b_cols)
     first = row.index(kept[0])
@@ -507,7 +509,7 @@ def cached(cache, maker, *keys):
     """The entries of a cache that maker returned, refusing anything else."""
     if not isinstance(cache, dict) or not set(keys) <= set(cache):
         raise TypeError(f"expected the cache that {maker} returned, a dict with {keys}" + (
-            " (the model's cache holds it as cache['att'])" * ("att" in (cache or {}))))
+            " (the model's cache holds one as cache['att'])" * (maker == "attention_forward")))
     return [cache[key] for key in keys]
 
 
@@ -529,8 +531,8 @@ def check_finite(who, **tensors):
                 if hypot(*row) < HUGE:      # a bound, not a result (nan fails it too)
                     continue
                 error = ValueError("holds inf, nan or values too large (a row longer than 3e150)")
-            except TypeError:
-                error = TypeError(f"must hold numbers, not {row!r:.50}")
+            except (TypeError, OverflowError):     # not a number, or an int beyond a float's
+                error = TypeError(f"must hold numbers a float can hold, not {row!r:.50}")
             raise type(error)(f"{who}: {name}{f' row {r}' * (rows is t)} {error}")
 
 
@@ -556,12 +558,10 @@ def check_ids(ids, vocab, what):
                          + f" and {len(outside) - 5} more" * (len(outside) > 5))
 
 
-PARAMS_SIGNATURE = f"parameters({', '.join(f'{n}: {s}' for n, s in PARAMETERS.items())})"
-
-
 def check_params(p):
     """Refuse anything but init_params' 18 tensors, of one size, finite; return the sizes."""
-    sizes = check(PARAMS_SIGNATURE, *tensors(p, *PARAM_NAMES))
+    signature = ", ".join(f"{name}: {dims}" for name, dims in PARAMETERS.items())
+    sizes = check(f"parameters({signature})", *tensors(p, *PARAM_NAMES))
     if len(p) != len(PARAMETERS):
         raise ValueError(f"parameters with unknown names: {', '.join(set(p) - set(PARAMETERS))}")
     check_finite("parameters", **p)
@@ -591,8 +591,10 @@ def check_loss(logits, targets):
 def check_backward(p, cache, d_logits):
     """Refuse a cache forward(p, ids) did not return, or d_logits that do not fit it. (The
     parameters are the ones forward checked, or their fingerprint would differ.)"""
-    x0, made_with = cached(cache, "forward(p, ids)", "ids", "x0", "act", "params")[1::2]
+    made_with, ids = cached(cache, "forward(p, ids)", "params", "ids", "x0", "act", "hf", "lnf",
+                            "h2", "ln2", "att", "ln1", "use_positions")[:2]
     if made_with != fingerprint(dict(zip(PARAM_NAMES, tensors(p, *PARAM_NAMES)))):
         raise ValueError("the cache was made by forward with other parameter values: p has "
                          "changed since, so run forward(p, ids) again before backward")
-    check("backward(tok_emb: V d, x0: T d, d_logits: T V)", p["tok_emb"], x0, d_logits)
+    check_ids(ids, len(p["tok_emb"]), "the cache's token IDs")
+    check("backward(tok_emb: V d, ids: T, d_logits: T V)", p["tok_emb"], ids, d_logits)

@@ -318,8 +318,9 @@ class Refusals(unittest.TestCase):
                TypeError, "ln1_g must be a list of numbers") for v in ("1", None)],
             *[(f"a gain holding {v!r}", lambda v=v: model.forward({**p, "ln1_g": [v] * 16}, [1]),
                ValueError, "parameters: ln1_g holds inf, nan") for v in (math.inf, math.nan)],
-            ("a weight holding '1'", lambda: model.forward({**p, "W1": [["1"] * 64] * 16}, [1]),
-             TypeError, "parameters: W1 row 0 must hold numbers"),
+            *[(f"a weight holding {v!r:.9}", lambda v=v: model.forward(
+                {**p, "W1": [[v] * 64] * 16}, [1]), TypeError, "parameters: W1 row 0 must hold "
+              "numbers a float can hold") for v in ("1", 10 ** 400)],
             ("parameters as a list", lambda: model.forward(list(p.values()), [1]), TypeError,
              "the dict init_params returns"),
             *[(f"d_logits {case}", lambda bad=bad: model.backward(p, cache, bad), ValueError,
@@ -328,7 +329,11 @@ class Refusals(unittest.TestCase):
             ("d_logits None", lambda: model.backward(p, cache, None), TypeError, "d_logits must"),
             *[(f"the cache is {case}", lambda bad=bad: model.backward(p, bad, d_logits),
                TypeError, r"the cache that forward\(p, ids\) returned")
-              for case, bad in (("attention's", cache["att"]), ("empty", {}), ("None", None))],
+              for case, bad in (("attention's", cache["att"]), ("empty", {}), ("None", None),
+                                ("without hf", {k: v for k, v in cache.items() if k != "hf"}))],
+            ("a cache with IDs changed", lambda: model.backward(p, {**cache, "ids": [200]},
+                                                                d_logits), ValueError,
+             re.escape("the cache's token IDs outside the vocabulary of size 96: [200]")),
             ("a cache from before p changed", lambda: model.backward(
                 {**p, "b1": [0.5] * 64}, cache, d_logits), ValueError, "p has changed since"),
             ("a gradient of another shape, compared", lambda: trace_block.compare_gradients(
@@ -364,9 +369,10 @@ class Refusals(unittest.TestCase):
                "x row 0 holds inf, nan or values too large") for v in (math.inf, math.nan, 1e160)],
             ("a gain of inf", lambda: model.layernorm_forward(x, [1.0, math.inf, 1.0], [0.0] * 3),
              ValueError, r"layernorm_forward: g holds inf"),
-            ("backward: the model's whole cache", lambda: model.layernorm_backward(
-                [[1.0] * 16], [1.0] * 16, model.forward(p, [1])[1]), TypeError,
-             "the cache that layernorm_forward returned"),
+            *[(f"backward: {what}", lambda bad=bad: model.layernorm_backward(
+                [[1.0] * 16], [1.0] * 16, bad), TypeError, "the cache that layernorm_forward "
+               "returned") for what, bad in (("the model's whole cache", model.forward(p, [1])[1]),
+                                             ("an int", 5))],
             ("backward: d_y of 2 rows", lambda: model.layernorm_backward([[1.0] * 3] * 2, [1.0] * 3,
                                                                          cache), ValueError,
              r"d_y has shape \(2, 3\), but it must be \(T, d\) with T = 1, as in xhat"),
@@ -410,6 +416,9 @@ class Refusals(unittest.TestCase):
                                                        model.shape)],
             ("matmul: a float", lambda: model.matmul(1.5, I2), TypeError,
              "a must be a list of rows"),
+            *[(f"matmul: None in {m}", lambda a=a, b=b: model.matmul(a, b), TypeError,
+               "matmul: a matrix must hold numbers") for m, a, b in (
+                ("a", [[None, 1.0]], I2), ("b", [[1.0, 2.0]], [[None, 1.0], [1.0, 1.0]]))],
             ("add: two shapes", lambda: model.add([[1.0, 2.0]], [[1.0]]), ValueError,
              r"b has shape \(1, 1\), but it must be \(n, k\) with k = 2, as in a"),
             ("linear: a bias of 3", lambda: model.linear([[1.0, 2.0]], I2, [0.5] * 3), ValueError,

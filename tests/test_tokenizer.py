@@ -185,6 +185,8 @@ class TheLabsTokenizerTests(unittest.TestCase):
             ("version 2", {**data, "version": 2}, "field 'version' must be 1, not 2"),
             ("version a bool", {**data, "version": True}, "field 'version' must be 1, not True"),
             ("a pattern with a group", {**data, "pattern": "( ?\\w+)"}, "a capturing group"),
+            ("a pattern that does not compile", {**data, "pattern": "("},
+             "pattern '\\(' is not a regular expression"),
             ("a merge part not in vocab", {**data, "merges": [["Q", "t"]] + merges[1:]},
              r"merge 0 \['Q', 't'\] must make token \d+ from two tokens made before it"),
             ("the first two merges swapped", {**data, "merges": [merges[1], merges[0]] + merges[2:]},
