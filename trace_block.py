@@ -46,7 +46,7 @@ STEP = 1e-6                 # the nudge of the central differences
 def trace(tok=None, story=None):
     """Every figure of block-trace.json, computed afresh, keys in the file's order: by default
     for the lab's tokenizer and the first story of corpus.txt (with its newline)."""
-    tok = load_tokenizer() if tok is None else tok
+    tok = load_tokenizer() if tok is None else check_sentences(tok)
     story = first_story() if story is None else story
     ids = encode_line(tok, 1, story)
     check_story(ids, SERIES["max_len"])
@@ -94,8 +94,7 @@ def load_tokenizer():
         tok = Tokenizer.load(TOKENIZER_FILE)
     except (TypeError, ValueError) as error:        # the file is there, but not a tokenizer
         raise FileProblem(f"{error}. Run: python3 bpe.py --write") from None
-    check_sentences(tok)
-    return tok
+    return check_sentences(tok)
 
 
 def first_story():
@@ -187,8 +186,8 @@ def compare_gradients(grads, numeric, kinks=()):
 
 def gradient_error(p, x, y):
     """The largest |central difference - backward()| over every parameter, relu kinks too."""
-    numeric, _ = numeric_gradients(p, x, y)
-    return compare_gradients(backward_gradients(p, x, y), numeric)["max_abs_error"]
+    return compare_gradients(backward_gradients(p, x, y), numeric_gradients(p, x, y)[0])[
+        "max_abs_error"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -197,8 +196,7 @@ def small_copy_check(vocab, ids):
     too: made once per run, as the trace and the lesson's test 2 share it (read-only)."""
     p = model.init_params(vocab, TINY["d"], TINY["hidden"], TINY["max_len"], TINY["seed"])
     x, y = list(ids[:-1]), list(ids[1:])
-    numeric, _ = numeric_gradients(p, x, y)
-    return compare_gradients(backward_gradients(p, x, y), numeric)
+    return compare_gradients(backward_gradients(p, x, y), numeric_gradients(p, x, y)[0])
 
 
 def flatten(tensor):
@@ -219,8 +217,7 @@ def exact_gaps(p, tok, use_positions):
 
 
 def position_gaps(p, tok, use_positions):
-    """Per position, the largest absolute score difference between the two order sentences,
-    rounded to 4 places."""
+    """Per position, exact_gaps (the order sentences' largest score difference) to 4 places."""
     return [round(gap, 4) for gap in exact_gaps(p, tok, use_positions)]
 
 
@@ -543,17 +540,20 @@ def run(args):
 ################ Input checks (you can skip this section)
 
 def check_sentences(tok):
-    """Refuse a tokenizer.json that cannot encode the sentences of the trace, or splits the
-    two order sentences into two lengths (position by position needs one)."""
+    """Return tok, refusing a tokenizer.json that cannot encode the trace's sentences, or splits
+    the two order sentences into two lengths, or the gradient check's into too many tokens."""
     check_config(tok, SERIES)
+    lengths = []
     for sentence in (ORDER_A, ORDER_B, GRADIENT_SENTENCE):
         try:
-            tok.encode(sentence)
+            lengths.append(len(tok.encode(sentence)))
         except ValueError as error:
             raise FileProblem(f"{TOKENIZER_FILE.name} cannot encode {sentence!r}: {error}. "
                               f"Run: python3 bpe.py --write") from None
-    if len(tok.encode(ORDER_A)) != len(tok.encode(ORDER_B)):
-        raise FileProblem(f"{TOKENIZER_FILE.name} splits the order sentences into two lengths")
+    if lengths[0] != lengths[1] or lengths[2] > TINY["max_len"] + 1:
+        raise FileProblem(f"{TOKENIZER_FILE.name} gives the order sentences {lengths[:2]} tokens "
+                          f"(one length needed), {GRADIENT_SENTENCE!r} {lengths[2]} (9 at most)")
+    return tok
 
 
 def check_config(tok, cfg):

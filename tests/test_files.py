@@ -99,11 +99,14 @@ class FileTests(unittest.TestCase):
                     (folder / name).mkdir()
                     self.assert_one_line(*run_main(main, *args), name)
 
-    def test_a_tokenizer_that_cannot_encode_the_trace_s_sentences_is_one_line(self):
+    def test_a_tokenizer_that_does_not_fit_the_trace_s_sentences_is_one_line(self):
         without_w = bpe.Tokenizer.train(FIRST.decode().replace("w", "") + "\n", 40)
-        with lab_copy(tokenizer_json=without_w.to_json().encode()):
-            self.assert_one_line(*run_main(trace_block.main, "--show"), "tokenizer.json cannot "
-                                 "encode 'now mia gives the hat to leo.'", "python3 bpe.py --write")
+        seventy = bpe.Tokenizer.train(bpe.read_corpus(), 70)    # more tokens to a sentence
+        for tok, words in ((without_w, ["tokenizer.json cannot encode 'now mia gives the hat to "
+                                        "leo.'", "python3 bpe.py --write"]),
+                           (seventy, ["'mia has a red ball.' 11 (9 at most)"])):
+            with self.subTest(vocab=len(tok.vocab)), lab_copy(tokenizer_json=tok.to_json().encode()):
+                self.assert_one_line(*run_main(trace_block.main, "--show"), *words)
 
     def test_a_write_that_fails_leaves_the_old_file_and_no_other(self):
         failures = [(mock.patch.object(os, "replace", side_effect=PermissionError(13, "Permission "
