@@ -237,7 +237,7 @@ class FileProblem(ValueError):
 
 def read_text(path):
     """The text of a UTF-8 file, exactly as stored (line ends untouched)."""
-    with open(path, "rb") as file:      # a missing file raises FileNotFoundError
+    with open(os.fspath(path), "rb") as file:     # a missing file: FileNotFoundError
         data = file.read()
     try:
         return data.decode("utf-8")

@@ -563,7 +563,7 @@ def check_params(p):
     signature = ", ".join(f"{name}: {dims}" for name, dims in PARAMETERS.items())
     sizes = check(f"parameters({signature})", *tensors(p, *PARAM_NAMES))
     if len(p) != len(PARAMETERS):
-        raise ValueError(f"parameters with unknown names: {', '.join(set(p) - set(PARAMETERS))}")
+        raise ValueError(f"p has unknown names: {', '.join(map(str, set(p) - set(PARAMETERS)))}")
     check_finite("parameters", **p)
     return sizes
 

@@ -209,6 +209,7 @@ class TheLabsTokenizerTests(unittest.TestCase):
         tok = tokenizer()
         for case, call, exception, message in (
                 ("merge of a list", lambda: bpe.merge([1, 2], [1, 2], 4), TypeError, "a tuple"),
+                ("load of a file number", lambda: bpe.Tokenizer.load(1), TypeError, "PathLike"),
                 ("best_pair of nothing", lambda: bpe.best_pair({}), ValueError, "no pair left"),
                 ("a pattern that skips text", lambda: bpe.Tokenizer.train("ab, ab", 5, r"\w+"),
                  ValueError, "skips ', ab' at position 2"),
