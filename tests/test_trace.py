@@ -110,7 +110,7 @@ class CommandLineTests(unittest.TestCase):
         for line in ("initial_loss: 4.0 -> 4.5805",
                      "order_test.gaps_by_position_without_positions[8]: 0.5 -> 0.0",
                      "record the new figures: python3 trace_block.py --write",
-                     "If you did not, undo the change"):
+                     "If not (a break-it exercise, a slip), undo the change"):
             self.assertIn(line, err)
 
     def test_check_on_a_missing_file_says_so_before_computing_anything(self):
