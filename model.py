@@ -531,7 +531,7 @@ def check_finite(who, **tensors):
                 if hypot(*row) < HUGE:      # a bound, not a result (nan fails it too)
                     continue
                 error = ValueError("holds inf, nan or values too large (a row longer than 3e150)")
-            except (TypeError, OverflowError):     # not a number, or an int beyond a float's
+            except (TypeError, OverflowError):     # not a number, or an int too large
                 error = TypeError(f"must hold numbers a float can hold, not {row!r:.50}")
             raise type(error)(f"{who}: {name}{f' row {r}' * (rows is t)} {error}")
 
