@@ -236,8 +236,8 @@ def attention_backward(p, cache, d_out):
     x_T = transpose(x)
     grads = {"Wq": matmul(x_T, d_q), "Wk": matmul(x_T, d_k), "Wv": matmul(x_T, d_v),
              "Wo": d_Wo}                                               # (d, d) each
-    d_qkv = [q_t + k_t + v_t for q_t, k_t, v_t in zip(d_q, d_k, d_v)]    # (T, 3d)
-    W_qkv = [q_r + k_r + v_r for q_r, k_r, v_r in zip(p["Wq"], p["Wk"], p["Wv"])]   # (d, 3d)
+    d_qkv = [[*q_t, *k_t, *v_t] for q_t, k_t, v_t in zip(d_q, d_k, d_v)]    # (T, 3d)
+    W_qkv = [[*q_r, *k_r, *v_r] for q_r, k_r, v_r in zip(p["Wq"], p["Wk"], p["Wv"])]  # (d, 3d)
     return grads, matmul(d_qkv, transpose(W_qkv))                     # d_x: (T, d)
 
 

@@ -248,6 +248,14 @@ class GradientTests(unittest.TestCase):
             self.assertEqual(len(rows), len({id(row) for row in rows}))
         self.assertEqual(set(trace_block.flatten(grads["pos_emb"])), {0.0})
 
+    def test_a_parameter_of_tuples_gives_the_same_gradients(self):
+        p = tiny()
+        for name, t in p.items():
+            with self.subTest(name=name):
+                tuples = {**p, name: [tuple(r) for r in t] if isinstance(t[0], list) else tuple(t)}
+                self.assertEqual(gradient_steps(model, tuples, REPEATED),
+                                 gradient_steps(model, p, REPEATED))
+
     def test_sequence_loss_is_forward_then_the_loss(self):
         p, ids = series(), ball()
         for use_positions in (True, False):
