@@ -334,12 +334,12 @@ def main(argv=None):
         description="The lab's BPE tokenizer. With no flag: the merges it learns from "
                     "corpus.txt, and sentences split into tokens.", allow_abbrev=False)
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--write", action="store_true",
+    mode.add_argument("--write", action="store_const", dest="run", const=write,
                       help=f"train {VOCAB_SIZE} tokens on corpus.txt and write tokenizer.json")
-    mode.add_argument("--check", action="store_true", help="exit 1, saying what differs, if "
-                      "tokenizer.json is not what corpus.txt trains to")
-    args = parser.parse_args(argv)
-    return run_reporting_problems(check if args.check else write if args.write else demo)
+    mode.add_argument("--check", action="store_const", dest="run", const=check, help="exit 1, "
+                      "saying what differs, if tokenizer.json is not what corpus.txt trains to")
+    parser.set_defaults(run=demo)
+    return run_reporting_problems(lambda: parser.parse_args(argv).run())  # a failed --help too
 
 
 def write():    # train on corpus.txt, write tokenizer.json; the exit code is 0

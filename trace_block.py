@@ -506,8 +506,7 @@ def main(argv=None):
     action = parser.add_mutually_exclusive_group()
     for flag, text in FLAGS:
         action.add_argument(flag, action="store_true", help=text)
-    args = parser.parse_args(argv)
-    return bpe.run_reporting_problems(lambda: run(args))
+    return bpe.run_reporting_problems(lambda: run(parser.parse_args(argv)))   # as bpe.main
 
 
 def run(args):
