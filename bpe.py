@@ -177,7 +177,7 @@ class Tokenizer:
 
     def save(self, path):
         """Write the tokenizer to path as JSON (UTF-8, "\\n" line ends on every system)."""
-        write_text(path, self.to_json())
+        write_texts({path: self.to_json()})
 
     @classmethod
     def load(cls, path):
@@ -269,19 +269,21 @@ def read_json(path):
         raise FileProblem(f"{path} is not plain JSON: {error}") from None
 
 
-def write_text(path, text):
-    """Write text to path as UTF-8 through a temporary file: a failed write changes nothing."""
-    temporary = f"{path}.tmp"
+def write_texts(texts):
+    """Write each text of {path: text} as UTF-8 to a temporary file, and only when all are
+    written put them in place of the old files: a failed write (a full disk) changes nothing."""
     try:
-        with open(temporary, "wb") as file:
-            file.write(text.encode("utf-8"))
-        os.replace(temporary, path)
+        for path, text in texts.items():
+            with open(f"{path}.tmp", "wb") as file:
+                file.write(text.encode("utf-8"))
+        for path in texts:
+            os.replace(f"{path}.tmp", path)
     except OSError as error:
         raise FileProblem(f"cannot write {path}: {error.strerror}; "
                           f"the old file is unchanged") from None
     finally:
-        if os.path.isfile(temporary):       # left only by a write that failed
-            os.remove(temporary)
+        for temporary in [f"{path}.tmp" for path in texts if os.path.isfile(f"{path}.tmp")]:
+            os.remove(temporary)            # left only by a write that failed
 
 
 def read_corpus(path=None):
@@ -440,11 +442,10 @@ def check_tokenizer_parts(vocab, merges, pattern):
     check_pattern(pattern)
     if not isinstance(vocab, (list, tuple)) or not isinstance(merges, (list, tuple)):
         raise TypeError(f"vocab and merges must be lists, not {vocab!r:.30} and {merges!r:.30}")
-    wrong = [f"token {i} is {token!r}" for i, token in enumerate(vocab) if not (
-        isinstance(token, str) and token)] + [f"merge {r} is {pair!r}" for r, pair in enumerate(
-            merges) if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and all(
-                isinstance(part, str) for part in pair))]
-    if wrong:
+    if wrong := [f"token {i} is {token!r}" for i, token in enumerate(vocab) if not (
+            isinstance(token, str) and token)] + [f"merge {r} is {pair!r}" for r, pair in enumerate(
+                merges) if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and all(
+                    isinstance(part, str) for part in pair))]:
         raise TypeError(f"{wrong[0]}: tokens are non-empty strings, merges [left, right] pairs")
     A, first = len(vocab) - len(merges), {t: i for i, t in reversed(list(enumerate(vocab)))}
     problems = ([f"token {token!r} appears twice in vocab" for i, token in enumerate(vocab)
@@ -486,8 +487,7 @@ def check_ids(ids, vocab_size):
     """Refuse anything but a list of int ids in 0..vocab_size-1 (True is an int, and refused)."""
     if not isinstance(ids, list) or not all(type(i) is int for i in ids):
         raise TypeError(f"decode takes a list of int token ids, not {ids!r:.40}")
-    outside = [i for i in ids if not 0 <= i < vocab_size]
-    if outside:
+    if outside := [i for i in ids if not 0 <= i < vocab_size]:
         raise ValueError(f"token ids outside the vocabulary of size {vocab_size}: {outside[:5]}")
 
 

@@ -512,7 +512,7 @@ def main(argv=None):
 def run(args):
     """Do what the parsed command line asks; return the exit code."""
     if args.write:
-        bpe.write_text(TRACE_FILE, to_json(trace()))
+        bpe.write_texts({TRACE_FILE: to_json(trace())})
         print(f"wrote {TRACE_FILE.name}")
     elif args.check:
         ok, message = check()

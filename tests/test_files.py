@@ -123,8 +123,12 @@ class FileTests(unittest.TestCase):
                         with self.assertRaises(KeyboardInterrupt):
                             run_main(main, "--write")
                     self.assertEqual((folder / name).read_bytes(), (LAB / name).read_bytes())
-                    self.assertEqual(sorted(os.listdir(folder)), ["block-trace.json", "corpus.txt",
-                                                                  "tokenizer.json"])
+                    self.assertEqual(len(os.listdir(folder)), 3, "a temporary file was left")
+        with lab_copy() as folder:      # two files, the second in no folder: the first is kept
+            with self.assertRaisesRegex(bpe.FileProblem, "such.txt: No such file"):
+                bpe.write_texts({folder / "corpus.txt": "", folder / "no" / "such.txt": ""})
+            self.assertEqual((folder / "corpus.txt").read_bytes(), CORPUS)
+            self.assertEqual(len(os.listdir(folder)), 3, "a temporary file was left")
 
     def test_a_full_a_closed_or_an_abandoned_standard_output(self):
         for case, stdout, code, message in (

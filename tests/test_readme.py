@@ -18,13 +18,6 @@ README = (LAB / "README.md").read_text(encoding="utf-8")
 PROSE = " ".join(README.split())        # line breaks fall anywhere in the README's prose
 
 
-def printed(function, *args):
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        function(*args)
-    return out.getvalue()
-
-
 class ReadmeTests(unittest.TestCase):
 
     def test_each_excerpt_of_output_is_what_its_command_prints(self):
@@ -68,10 +61,12 @@ class ReadmeTests(unittest.TestCase):
             self.assertEqual(loop.count(size), 1, f"the loop no longer holds {size!r}")
         loop = loop.replace("300, 32, 0.5", "4, 8, 0.5").replace("step % 50 == 0", "step % 2 == 0")
         self.assertLessEqual(len(loop.strip().splitlines()), 15)
-        here = os.getcwd()
+        here, out = os.getcwd(), io.StringIO()
         try:
             os.chdir(LAB)
-            out = printed(exec, loop, {"__name__": "readme_loop"})
+            with contextlib.redirect_stdout(out):
+                exec(loop, {"__name__": "readme_loop"})
         finally:
             os.chdir(here)
-        self.assertEqual([line.split(":")[0] for line in out.splitlines()], ["step 2", "step 4"])
+        self.assertEqual([line.split(":")[0] for line in out.getvalue().splitlines()],
+                         ["step 2", "step 4"])

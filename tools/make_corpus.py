@@ -396,21 +396,23 @@ def main(argv=None):
         epilog="see tools/README.md", allow_abbrev=False)
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 unless "
                         "corpus.txt, quotas.json and tokenizer.json are what this writes")
-    args = parser.parse_args(argv)
+    return bpe.run_reporting_problems(lambda: run(parser.parse_args(argv)))   # as bpe.main
+
+
+def run(args):
+    """Do what the parsed command line asks; return the exit code."""
     started = time.perf_counter()
     try:
         extra, filler, quotas = read_stories(), Filler(), read_quotas()
     except (OSError, ValueError) as error:
-        print(f"make_corpus{' --check' * args.check}: {error}"
-              + "; nothing was written" * (not args.check), file=sys.stderr)
-        return 1
+        return bpe.report(f"make_corpus{' --check' * args.check}: {error}"
+                          + "; nothing was written" * (not args.check))
     quotas = filler.fit(quotas)
     text = assemble(filler.stories(quotas), extra)
     problems, tok = verify(text)
     if problems and args.check:
-        print(f"make_corpus --check: the stored quotas no longer keep the lesson's IDs "
-              f"({problems[0]}); run: python3 tools/make_corpus.py", file=sys.stderr)
-        return 1
+        return bpe.report(f"make_corpus --check: the stored quotas no longer keep the lesson's "
+                          f"IDs ({problems[0]}); run: python3 tools/make_corpus.py")
     if problems:
         print(f"the stored quotas do not keep the lesson's IDs ({problems[0]}); searching")
         search = Search(filler, extra)
@@ -419,27 +421,25 @@ def main(argv=None):
         problems, tok = ([Search.describe(errors) + " (+: the token comes too late, its words "
                           "too rare; -: too soon)"], None) if wrong else verify(text)
         if problems:
-            print(f"make_corpus: nothing was written: after {len(search.seen)} tries the closest "
-                  f"quotas leave {problems[0]}. Undo the last change to tools/stories.txt, or "
-                  "make it another way (a story shorter or reworded; a removal with another "
-                  "story added or removed too), and run python3 tools/make_corpus.py again; the "
-                  "pinned sentences' words (mia, leo, ava, has, gives, goes, to, the, now, at, "
-                  "red, hat) move the lesson's IDs most.", file=sys.stderr)
-            return 1
+            return bpe.report(
+                f"make_corpus: nothing was written: after {len(search.seen)} tries the closest "
+                f"quotas leave {problems[0]}. Undo the last change to tools/stories.txt, or "
+                "make it another way (a story shorter or reworded; a removal with another "
+                "story added or removed too), and run python3 tools/make_corpus.py again; the "
+                "pinned sentences' words (mia, leo, ava, has, gives, goes, to, the, now, at, "
+                "red, hat) move the lesson's IDs most.")
     files = {bpe.CORPUS_PATH: text, QUOTAS_PATH: quotas_json(quotas, filler),
              bpe.TOKENIZER_PATH: tok.to_json()}
     if args.check:
         stale = [os.path.relpath(p, ROOT) for p, t in files.items() if read(p) != t]
         if stale:
-            print(f"make_corpus --check: {', '.join(stale)} {'is' if len(stale) == 1 else 'are'}"
-                  f" not what tools/make_corpus.py writes; run: python3 tools/make_corpus.py",
-                  file=sys.stderr)
-            return 1
+            return bpe.report(f"make_corpus --check: {', '.join(stale)} "
+                              f"{'is' if len(stale) == 1 else 'are'} not what "
+                              f"tools/make_corpus.py writes; run: python3 tools/make_corpus.py")
         print(f"corpus.txt, tools/quotas.json and tokenizer.json are what tools/make_corpus.py "
               f"writes, with the lesson's IDs and figures ({time.perf_counter() - started:.1f} s)")
         return 0
-    for path, content in files.items():
-        bpe.write_text(path, content)
+    bpe.write_texts(files)          # all three, or (a failed write) none
     print(f"wrote corpus.txt ({text.count(chr(10))} stories, {len(extra)} from "
           f"tools/stories.txt), tools/quotas.json and tokenizer.json, with the lesson's IDs and "
           f"figures, in {time.perf_counter() - started:.1f} s")
