@@ -416,9 +416,7 @@ def row_times_skipping_zeros(row, b, b_cols):
     kept = list(compress(row, row))                     # the entries that are not 0.0
     if len(kept) + row.count(0.0) < len(row):           # None, "" or [] would pass for 0.0
         raise TypeError(f"matmul: a matrix must hold numbers, not {row!r:.50}")
-    if not kept:
-        return [0.0] * len(b_cols)
-    first = row.index(kept[0])
+    first = row.index(kept[0]) if kept else 0           # no kept entries: every sum is 0.0
     # one run between zeros, as in a causal row: each column's matching stretch (map stops at
     # the end of kept); otherwise the rows of b that the kept entries meet
     if row[first:first + len(kept)] == kept:
@@ -444,8 +442,8 @@ def linear_relu_backward(d_m, act, W2):
 # Each public function checks its input first: a ValueError or TypeError names the argument,
 # what it holds and what was expected, instead of a wrong answer or a raw IndexError.
 
-NUMBERS = {float, int}
 HUGE = 2.0 ** 500       # about 3e150: a row longer than this (√Σx²) could overflow its squares
+BIG = 1e20              # a row of the parameters or d_logits longer could overflow a gradient
 SIGNATURES = {}         # each dimension string, read once: (function, [(argument, letters)])
 
 
@@ -486,9 +484,9 @@ def dims(value, who, name, want=None, numbers=False):
         if len(widths) > 1:
             raise ValueError(f"{who}: {name} has rows of lengths {sorted(widths)}; a matrix's "
                              f"rows all have one length")
-        if widths and (not numbers or set(map(type, chain.from_iterable(value))) <= NUMBERS):
+        if widths and (not numbers or set(map(type, chain.from_iterable(value))) <= {float, int}):
             found = (len(value), *widths)
-    elif isinstance(value, (list, tuple)) and set(map(type, value)) <= NUMBERS:
+    elif isinstance(value, (list, tuple)) and set(map(type, value)) <= {float, int}:
         found = (0, 0) if not value and want and len(want) == 2 else (len(value),)
     if found is None or want and len(found) != len(want):
         kind = f"{['numbers', 'rows'][len(want) == 2]} ({' '.join(want)})" if want else "numbers"
@@ -522,18 +520,18 @@ def check_sizes(who, **sizes):
                 f"{who}: {name} must be an int of at least {int(name in SIZES)}, not {n!r}")
 
 
-def check_finite(who, **tensors):
-    """Refuse tensors holding anything but numbers, or inf, nan or a row longer than HUGE."""
+def check_finite(who, bound=HUGE, **tensors):
+    """Refuse tensors holding anything but numbers, or inf, nan or a row longer than bound."""
     for name, t in tensors.items():
         rows = t if t and isinstance(t[0], (list, tuple)) else [t]
         for r, row in enumerate(rows):
             try:
-                if hypot(*row) < HUGE:      # a bound, not a result (nan fails it too)
+                if hypot(*row) < bound:     # a bound, not a result (nan fails it too)
                     continue
-                error = ValueError("holds inf, nan or values too large (a row longer than 3e150)")
+                why = ValueError(f"holds inf, nan or values too large (row longer than {bound:.0})")
             except (TypeError, OverflowError):     # not a number, or an int too large
-                error = TypeError(f"must hold numbers a float can hold, not {row!r:.50}")
-            raise type(error)(f"{who}: {name}{f' row {r}' * (rows is t)} {error}")
+                why = TypeError(f"must hold numbers a float can hold, not {row!r:.50}")
+            raise type(why)(f"{who}: {name}{f' row {r}' * (rows is t)} {why}")
 
 
 def check_scores(scores):
@@ -564,7 +562,7 @@ def check_params(p):
     sizes = check(f"parameters({signature})", *tensors(p, *PARAM_NAMES))
     if len(p) != len(PARAMETERS):
         raise ValueError(f"p has unknown names: {', '.join(map(str, set(p) - set(PARAMETERS)))}")
-    check_finite("parameters", **p)
+    check_finite("parameters", BIG, **p)
     return sizes
 
 
@@ -598,3 +596,4 @@ def check_backward(p, cache, d_logits):
                          "changed since, so run forward(p, ids) again before backward")
     check_ids(ids, len(p["tok_emb"]), "the cache's token IDs")
     check("backward(tok_emb: V d, ids: T, d_logits: T V)", p["tok_emb"], ids, d_logits)
+    check_finite("backward", BIG, d_logits=d_logits)

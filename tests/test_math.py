@@ -325,15 +325,16 @@ class Refusals(unittest.TestCase):
             *[(f"a gain holding {v!r}", lambda v=v: model.forward({**p, "ln1_g": [v] * 16}, [1]),
                TypeError, "ln1_g must be a list of numbers") for v in ("1", None)],
             *[(f"a gain holding {v!r}", lambda v=v: model.forward({**p, "ln1_g": [v] * 16}, [1]),
-               ValueError, "parameters: ln1_g holds inf, nan") for v in (math.inf, math.nan)],
+               ValueError, "parameters: ln1_g holds inf, nan") for v in (math.inf, math.nan, 1e20)],
             *[(f"a weight holding {v!r:.9}", lambda v=v: model.forward(
                 {**p, "W1": [[v] * 64] * 16}, [1]), TypeError, "parameters: W1 row 0 must hold "
               "numbers a float can hold") for v in ("1", 10 ** 400)],
             ("parameters as a list", lambda: model.forward(list(p.values()), [1]), TypeError,
              "the dict init_params returns"),
             *[(f"d_logits {case}", lambda bad=bad: model.backward(p, cache, bad), ValueError,
-               r"d_logits has shape") for case, bad in (("of 2 rows", d_logits[:2]),
-                                                         ("of 95 columns", [r[:95] for r in d_logits]))],
+               r"d_logits (has shape|row 0 holds inf, nan)") for case, bad in (
+                   ("of 2 rows", d_logits[:2]), ("of 95 columns", [r[:95] for r in d_logits]),
+                   *[(f"holding {v}", [[v] * 96] * 3) for v in (math.nan, math.inf, 1e20)])],
             ("d_logits None", lambda: model.backward(p, cache, None), TypeError, "d_logits must"),
             *[(f"the cache is {case}", lambda bad=bad: model.backward(p, bad, d_logits),
                TypeError, r"the cache that forward\(p, ids\) returned")
