@@ -443,7 +443,7 @@ def linear_relu_backward(d_m, act, W2):
 # what it holds and what was expected, instead of a wrong answer or a raw IndexError.
 
 HUGE = 2.0 ** 500       # about 3e150: a row longer than this (√Σx²) could overflow its squares
-BIG = 1e20              # a row of the parameters or d_logits longer could overflow a gradient
+BIG = 1e20              # parameter or d_logits rows longer than this could overflow a gradient
 SIGNATURES = {}         # each dimension string, read once: (function, [(argument, letters)])
 
 
