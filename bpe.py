@@ -232,7 +232,7 @@ def learn_merges(text, vocab_size, pattern=PATTERN):
 ################ Files and the command line
 
 class FileProblem(ValueError):
-    """A file of the lab's that cannot be used: the message names it and says why, in one line."""
+    """A file of the lab's that cannot be used, or a text that cannot train: one line says why."""
 
 
 def read_text(path):
@@ -402,8 +402,8 @@ def check_corpus(text, name):
 
 def check_counts(counts):
     if not counts:
-        raise ValueError("no pair left to merge: every chunk of the text is one token, so the "
-                         "vocabulary cannot grow any larger")
+        raise FileProblem("no pair left to merge: every chunk of the text is one token, so the "
+                          "vocabulary cannot grow any larger")
 
 
 def check_pair(pair):
@@ -426,8 +426,8 @@ def check_training(text, vocab_size, pattern):
         raise TypeError(f"training needs a str and an int vocabulary size, not "
                         f"{type(text).__name__} and {vocab_size!r}")
     if not text or vocab_size < len(set(text)):
-        raise ValueError(f"vocabulary size {vocab_size} is smaller than the base alphabet of "
-                         f"the text, {len(set(text))} characters" if text else "empty text")
+        raise FileProblem(f"vocabulary size {vocab_size} is smaller than the base alphabet of "
+                          f"the text, {len(set(text))} characters" if text else "empty text")
 
 
 def check_new_token(new_token, vocab):

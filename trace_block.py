@@ -547,8 +547,8 @@ def check_sentences(tok):
         try:
             lengths.append(len(tok.encode(sentence)))
         except ValueError as error:
-            raise FileProblem(f"{TOKENIZER_FILE.name} cannot encode {sentence!r}: {error}. "
-                              f"Run: python3 bpe.py --write") from None
+            raise FileProblem(f"{TOKENIZER_FILE.name} cannot encode {sentence!r}: {error}. Run: "
+                              f"python3 bpe.py --write (corpus.txt must use its letters)") from None
     if lengths[0] != lengths[1] or lengths[2] > most:
         raise FileProblem(f"{TOKENIZER_FILE.name} gives the order sentences {lengths[:2]} tokens "
                           f"(equal needed), {GRADIENT_SENTENCE!r} {lengths[2]} ({most} at most)")

@@ -59,6 +59,7 @@ class FileTests(unittest.TestCase):
             ({"corpus_txt": CORPUS.replace(b"\n", b"\r\n")}, bpe.main, ["--check"],
              ["corpus.txt line 1 ends with \\r\\n"]),
             ({"corpus_txt": None}, bpe.main, ["--write"], ["corpus.txt: no such file"]),
+            ({"corpus_txt": b"mia has a hat.\n"}, bpe.main, ["--write"], ["no pair left to merge"]),
             ({"corpus_txt": FIRST + b" mia has a red hat." * 6 + CORPUS[len(FIRST):]},
              trace_block.main, [], ["corpus.txt line 1: the first story is", "from 2 to 65"]),
             ({"corpus_txt": b"Mia" + CORPUS[3:]}, trace_block.main, [],

@@ -1,7 +1,5 @@
 """trace_block.py: the figures block-trace.json holds, the command line, and the pictures."""
-import contextlib
 import doctest
-import io
 import json
 import math
 import os
@@ -36,13 +34,6 @@ def the_recorded_trace():
     """trace() answered from block-trace.json, for the tests of the command line that are not
     about the figures (test_recorded_trace holds the file to the code)."""
     return mock.patch.object(trace_block, "trace", lambda tok=None, story=None: recorded())
-
-
-def printed(function, *args):
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        function(*args)
-    return out.getvalue()
 
 
 class TraceTests(unittest.TestCase):
@@ -177,7 +168,7 @@ class PictureTests(unittest.TestCase):
         leaky = planted((MASK, MASK.replace("k[:i + 1]] + [-math.inf] * (T - 1 - i)",
                                             "k[:i + 2]] + [-math.inf] * (T - 2 - i)")))
         with mock.patch.object(trace_block, "model", leaky):
-            text = printed(trace_block.show)
+            text = run_main(trace_block.main, "--show")[1]
         self.assertIn("the causal mask leaks", " ".join(text.split()))
         self.assertNotIn("no position looks at a later one", " ".join(self.text.split()) and text)
 
