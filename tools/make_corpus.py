@@ -70,7 +70,7 @@ def read_plots(path=PLOTS_PATH):
     """(plots, kinds, she): plots as (name, weight, [[ways of saying sentence 1], ...]), kinds
     as kind -> (steered words, other words), and the names that take "she"."""
     plots, kinds, she = [], {}, ()
-    with open(path, encoding="utf-8") as file:
+    with open(path, encoding="utf-8", errors="replace") as file:    # a bad byte: "\ufffd"
         for number, line in enumerate(file, 1):
             line, where = line.rstrip("\n"), f"{os.path.relpath(path)} line {number}"
             if not line.strip() or line.startswith("#"):
@@ -207,7 +207,7 @@ class Filler:
 def read_stories(path=STORIES_PATH):
     """The hand-written stories, checked line by line; a bad line stops the program."""
     stories = []
-    with open(path, encoding="utf-8") as file:
+    with open(path, encoding="utf-8", errors="replace") as file:    # a bad byte: "\ufffd"
         for number, line in enumerate(file, 1):
             story, where = line.rstrip("\n"), f"{os.path.relpath(path)} line {number}"
             if not story.strip() or story.startswith("#"):
@@ -373,7 +373,7 @@ def read_quotas(path=QUOTAS_PATH):
         quotas = json.loads(read(path) or '{"quotas": {}}')["quotas"]
         if all(type(v) is int for v in quotas.values()):
             return quotas
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
         pass
     raise ValueError(f"{os.path.relpath(path)} is not a file this program wrote; delete it and "
                      f"run python3 tools/make_corpus.py")
