@@ -249,10 +249,8 @@ def read_json(path):
     """The JSON value in a file, refused unless it is plain: no key twice in an object (json
     keeps the last), no NaN, no number of over 40 characters or beyond a float's range."""
     def keys_once(pairs):
-        seen = set()
-        for key, _ in pairs:
-            if key in seen or seen.add(key):    # add() gives None: true for a key seen before
-                raise ValueError(f"key {key!r} appears twice in one object")
+        if twice := [key for key, n in collections.Counter(k for k, _ in pairs).items() if n > 1]:
+            raise ValueError(f"key {twice[0]!r} appears twice in one object")
         return dict(pairs)
 
     def plain(text, kind=float):
@@ -325,8 +323,9 @@ def demo():
         pair = f"{shown(vocab[left])} + {shown(vocab[right])}"
         print(f"  {new_id:3}  {pair:>18} -> {shown(vocab[new_id]):<10} {count:5}")
     for sentence in ("now mia gives the hat to leo.", "mia has a red ball."):
-        print(f"{sentence}\n  " + " ".join(f"{i}={shown(vocab[i])}"
-                                            for i in tokenizer.encode(sentence)))
+        tokens = [f"{i}={shown(vocab[i])}" for i in tokenizer.encode(sentence)] if set(
+            sentence) <= set(vocab) else ["(corpus.txt lacks some of its letters)"]
+        print(f"{sentence}\n  " + " ".join(tokens))
     return 0
 
 
