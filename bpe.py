@@ -280,7 +280,7 @@ def write_texts(texts):
         raise FileProblem(f"cannot write {path}: {error.strerror}; "
                           f"the old file is unchanged") from None
     finally:
-        for temporary in [f"{path}.tmp" for path in texts if os.path.isfile(f"{path}.tmp")]:
+        for temporary in filter(os.path.isfile, [f"{path}.tmp" for path in texts]):
             os.remove(temporary)            # left only by a write that failed
 
 

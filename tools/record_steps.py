@@ -5,8 +5,8 @@ tests/test_math.py holds the model to it bit for bit (the same numbers on every 
 holds, for the small copy (trace_block.TINY, the 96-token vocabulary) reading
 test_model.REPEATED[:-1] and predicting REPEATED[1:]: the numbers init_params draws, forward's
 intermediate results, in the order test_model.FORWARD_STEPS lists them, the loss, d_logits and
-backward()'s gradient of every parameter. The IDs are fixed, so a new corpus or tokenizer does not move them; a change to
-model.py's math does, and only then is this worth running again:
+backward()'s gradient of every parameter. The IDs are fixed, so a new corpus or tokenizer does
+not move them; a change to model.py's math does, and only then is this worth running again:
 
     python3 tools/record_steps.py
 """
