@@ -407,7 +407,8 @@ def matmul_skipping_zeros(a, b):
     if all(map(all, a)):            # the zeros are b's: work out bᵀ · aᵀ, with them in its rows
         return transpose(matmul_skipping_zeros(transpose(b), transpose(a)))
     b_cols = list(zip(*b))
-    return [[fsum(map(mul, row, col)) for col in b_cols] if all(row)
+    finite = all(hypot(*col) < math.inf for col in b_cols)    # 0 · inf and 0 · nan are nan
+    return [[fsum(map(mul, row, col)) for col in b_cols] if all(row) or not finite
             else row_times_skipping_zeros(row, b, b_cols) for row in a]
 
 
@@ -419,7 +420,7 @@ def row_times_skipping_zeros(row, b, b_cols):
     first = row.index(kept[0]) if kept else 0           # no kept entries: every sum is 0.0
     # one run between zeros, as in a causal row: each column's matching stretch (map stops at
     # the end of kept); otherwise the rows of b that the kept entries meet
-    if row[first:first + len(kept)] == kept:
+    if list(row[first:first + len(kept)]) == kept:      # a tuple row too
         return [fsum(map(mul, kept, col[first:] if first else col)) for col in b_cols]
     return [fsum(map(mul, kept, col)) for col in zip(*compress(b, row))]
 

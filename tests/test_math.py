@@ -267,12 +267,15 @@ class GradientTests(unittest.TestCase):
         """matmul_skipping_zeros against matmul's plain line, and linear_relu_backward against
         backward's plain two lines it replaces, bit for bit, on zeros in either factor."""
         rng = random.Random(5)
-        a = [[rng.choice([0.0, rng.gauss(0, 1)]) for _ in range(6)] for _ in range(5)]
+        a = [[rng.choice([0.0, rng.gauss(0, 1)]) for _ in range(6)] for _ in range(5)] + [[0.0] * 6]
         b = [[rng.gauss(0, 1) for _ in range(3)] for _ in range(6)]
-        for left, right in ((a, b), (model.transpose(b), model.transpose(a))):
-            plain = [[math.fsum(map(float.__mul__, row, col)) for col in zip(*right)] for row in left]
-            self.assertEqual(model.matmul_skipping_zeros(left, right), plain)
-        d_m, W2 = [[rng.gauss(0, 1) for _ in range(3)] for _ in range(5)], b
+        inf_nan = [[math.inf, math.nan, 1.0]] + b[1:]          # 0 · inf and 0 · nan are nan
+        for x, y in ((a, b), ([tuple(row) for row in a], b), (a, inf_nan)):
+            for left, right in ((x, y), (model.transpose(y), model.transpose(x))):
+                plain = [[math.fsum(map(float.__mul__, row, col)) for col in zip(*right)]
+                         for row in left]             # exact() knows no nan or inf
+                self.assertEqual(repr(model.matmul_skipping_zeros(left, right)), repr(plain))
+        d_m, W2 = [[rng.gauss(0, 1) for _ in range(3)] for _ in range(6)], b
         d_act, d_W2, d_b2 = model.linear_backward(d_m, a, W2)
         d_pre = [[d if z > 0.0 else 0.0 for d, z in zip(row, a_row)] for row, a_row in zip(d_act, a)]
         self.assertEqual(model.linear_relu_backward(d_m, a, W2), (d_pre, d_W2, d_b2))
