@@ -65,8 +65,7 @@ class FileTests(unittest.TestCase):
             ({"corpus_txt": b"Mia" + CORPUS[3:]}, trace_block.main, [],
              ["corpus.txt line 1: character 'M'"]),
             ({"corpus_txt": FIRST + b"\nmia has 3 hats.\n"}, trace_block.main, ["--time"],
-             ["corpus.txt line 2: character '3'"]),
-        ]
+             ["corpus.txt line 2: character '3'"])]
         for files, main, args, parts in cases:
             with self.subTest(files=str(files)[:60], args=args), lab_copy(**files):
                 self.assert_one_line(*run_main(main, *args), *parts)

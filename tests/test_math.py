@@ -350,8 +350,7 @@ class Refusals(unittest.TestCase):
                 {**p, "b1": [0.5] * 64}, cache, d_logits), ValueError, "p has changed since"),
             ("a gradient of another shape, compared", lambda: trace_block.compare_gradients(
                 {**tiny_p, "b_out": [0.0] * 8}, tiny_p), ValueError, re.escape(
-                "gradient of b_out is (8,): it must have the shape of b_out, (96,)")),
-        ])
+                "gradient of b_out is (8,): it must have the shape of b_out, (96,)"))])
 
     def test_the_loss(self):
         logits, _ = model.forward(series(), [1, 2])
@@ -365,8 +364,7 @@ class Refusals(unittest.TestCase):
             ("ragged rows", lambda: model.loss_and_dlogits([[0.0, 1.0], [0.0]], [1, 0]),
              ValueError, r"rows of lengths \[1, 2\]"),
             ("rows of text", lambda: model.loss_and_dlogits([["a", "b"]], [1]), TypeError,
-             "must hold numbers"),
-        ])
+             "must hold numbers")])
 
     def test_layer_norm_attention_and_softmax(self):
         p, x = series(), [[1.0, 2.0, 4.0]]
@@ -405,8 +403,7 @@ class Refusals(unittest.TestCase):
                                                [-math.inf, math.nan])],
             ("softmax_backward of two lengths", lambda: model.softmax_backward([[0.5, 0.5]],
                                                                                [[1.0]]),
-             ValueError, "d_weights has shape"),
-        ])
+             ValueError, "d_weights has shape")])
 
     def test_sizes_and_list_helpers(self):
         ragged, I2 = [[1.0, 2.0], [3.0]], [[1.0, 0.0], [0.0, 1.0]]
@@ -438,5 +435,4 @@ class Refusals(unittest.TestCase):
             ("linear_backward: 2 rows of d_y, 1 of x", lambda: model.linear_backward(
                 [[1.0, 2.0]] * 2, [[3.0]], [[4.0, 5.0]]), ValueError, r"d_y has shape \(2, 2\)"),
             *[(f"shape of {v!r}", lambda v=v: model.shape(v), TypeError, "shape") for v in
-              (1.5, [[[1.0]]], [1.0, [2.0]], "ab")],
-        ])
+              (1.5, [[[1.0]]], [1.0, [2.0]], "ab")]])

@@ -199,8 +199,7 @@ class TheLabsTokenizerTests(unittest.TestCase):
               for case, bad in (("a gap", {**vocab, last: 96}), ("an id twice", {**vocab, last: 94}),
                                 ("a string", {**vocab, last: "95"}))],
             ("a merge of three parts", {**data, "merges": [merges[0] + [""]] + merges[1:]},
-             "merge 0 is .*: tokens are non-empty strings, merges"),
-        ]
+             "merge 0 is .*: tokens are non-empty strings, merges")]
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "tokenizer.json"
             for case, content, message in rows:

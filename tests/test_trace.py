@@ -137,6 +137,12 @@ class CommandLineTests(unittest.TestCase):
             with self.subTest(flag=wrong):
                 self.assertEqual(run_main(trace_block.main, wrong)[0], 2)
 
+    def test_the_maintainers_tools_answer_help_with_usage_and_run_nothing(self):
+        for tool in ("break_it.py", "record_steps.py"):     # record_steps would write steps.json
+            out = subprocess.run([sys.executable, LAB / "tools" / tool, "--help"],
+                                 capture_output=True, text=True).stdout
+            self.assertTrue(out.startswith("usage: ") and "wrote" not in out, out[:200])
+
 
 class PictureTests(unittest.TestCase):
 

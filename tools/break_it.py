@@ -6,6 +6,7 @@ skip) as the README says. CI runs it; so can you, after changing the exercises o
 
 Exit 0 if every exercise fails as the README says, 1 (naming the exercise) otherwise.
 """
+import argparse
 import re
 import shutil
 import subprocess
@@ -36,6 +37,8 @@ def exercises(readme):
 
 
 def main():
+    argparse.ArgumentParser(description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     problems = 0
     for title, old, new, failing, skipping in exercises((ROOT / "README.md").read_text("utf-8")):
         with tempfile.TemporaryDirectory() as tmp:

@@ -10,6 +10,7 @@ not move them; a change to model.py's math does, and only then is this worth run
 
     python3 tools/record_steps.py
 """
+import argparse
 import json
 import os
 import sys
@@ -39,6 +40,8 @@ def recorded_steps():
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     path = os.path.join(ROOT, "tests", "steps.json")
     with open(path, "w", encoding="utf-8", newline="\n") as file:
         file.write(recorded_steps())
