@@ -80,7 +80,7 @@ BACKWARD_STEPS = [
     ("ln2_g ln2_b", "backward step 3: layernorm_backward (LN2), from d_h2"),
     ("Wo", "attention_backward step 5, from d_x1 (step 3's skip path: d_x2 + LN2's d_x)"),
     ("Wv", "attention_backward steps 4 and 1, from d_mixed"),
-    ("Wq Wk", "attention_backward steps 3, 2 and 1: softmax_backward, the scores, q and k"),
+    ("Wq Wk", "attention_backward steps 4 to 1: d_weights, softmax_backward, the scores, q, k"),
     ("ln1_g ln1_b", "backward step 2: layernorm_backward (LN1), from attention_backward's d_x"),
     ("pos_emb", "backward step 1: per position, from d_x0 (step 2's skip path: d_x1 + LN1's d_x)"),
     ("tok_emb", "backward step 1: a row per token, the sum over its positions, from d_x0"),
