@@ -173,7 +173,7 @@ class LargeScoreTests(unittest.TestCase):
             self.assertEqual(w, [v / exact(e) for v in e])
 
     def test_loss_with_scores_in_the_thousands_and_near_the_largest_float(self):
-        logits = [[1000.0, 1001.0, 1002.0], [-5000.0, 3000.0, 2990.0]]   # exp(-8000) is 0.0
+        logits = [[1000.0, 1001.0, 1002.0], [-5000.0, 3000.0, 2990.0]]   # row 1: exp(-8000) = 0.0
         loss, d_logits = model.loss_and_dlogits(logits, [0, 0])
         want = [2.0 + math.log(1 + math.exp(-1) + math.exp(-2)), 8000.0 + math.log1p(math.exp(-10))]
         self.assertAlmostEqual(loss, (want[0] + want[1]) / 2, places=9)
