@@ -75,7 +75,7 @@ BACKWARD_STEPS = [
     ("d_logits", "loss_and_dlogits: (softmax - one-hot) / T"),
     ("W_out b_out", "backward step 4: linear_backward of the output scores, from d_logits"),
     ("lnf_g lnf_b", "backward step 4: layernorm_backward (LNF), from d_hf"),
-    ("W2 b2", "backward step 3, from d_x2 = layernorm_backward's d_x (LNF): the MLP's 2nd layer"),
+    ("W2 b2", "backward step 3, from d_x2, layernorm_backward's d_x (LNF): the MLP's second layer"),
     ("W1 b1", "backward step 3: the MLP's first layer, from d_pre (the relu's gate)"),
     ("ln2_g ln2_b", "backward step 3: layernorm_backward (LN2), from d_h2"),
     ("Wo", "attention_backward step 5, from d_x1 (step 3's skip path: d_x2 + LN2's d_x)"),
