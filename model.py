@@ -9,20 +9,17 @@ For token IDs `ids` of length T the model computes
 
 and `backward` walks the same lines in reverse, giving a gradient for every parameter.
 
-Read it top-down: list helpers, layer norm, attention, the model. Each backward walks its
-forward's numbered steps in reverse, and every gradient is d_ + the forward name (d_x1, d_W2).
-A function a learner calls checks its input first, most with a dimension string: check("linear(
-x: T n, W: n m, b: m)", x, W, b) says x has T rows of n numbers, W is n by m, b has m. The
-last two sections can wait: "Speed" and "Input checks".
+Read it top-down: list helpers, layer norm, attention, the model ("Speed" and "Input checks"
+can wait). Each backward walks its forward's numbered steps in reverse; a gradient is d_ + the
+forward name (d_x1, d_W2). Inputs are checked first, most by a dimension string ("x: T n").
 
 Shapes, in comments where each matrix is made: T positions (1..max_len), d the width (16), H
 the MLP's hidden width (64), V the vocabulary (96). A matrix is a list of rows of floats.
 
 Every floating-point sum of more than two terms goes through math.fsum, which rounds the exact
-sum once. Its result does not depend on the order of the terms (so two sequences holding the
-same tokens in another order give bit-identical scores at the last position when positions
-are left out), and it has not changed between Python versions (built-in sum() of floats did,
-in 3.12), so the recorded trace is byte-identical on every Python from 3.10.
+sum once. Its result does not depend on the terms' order (so the same tokens in another order
+give bit-identical scores at the last position when positions are left out), nor has it changed
+between Python versions (built-in sum() did, in 3.12): the trace is byte-identical from 3.10 on.
 
 But: one sequence at a time (a training step loops over a batch), one attention head, no
 dropout, no tied embeddings. Standard library only.
@@ -133,9 +130,8 @@ def layernorm_backward(d_y, g, cache):
         d_x = (d_xhat - mean(d_xhat) - xhat · mean(d_xhat · xhat)) / std
                term 1   term 2         term 3
     """
-    check("layernorm_backward(xhat: T d, std: T, g: d, d_y: T d)",
-          *cached(cache, "layernorm_forward", "xhat", "std"), g, d_y)
-    xhat, std = cache["xhat"], cache["std"]
+    xhat, std = cached(cache, "layernorm_forward", "xhat", "std")
+    check("layernorm_backward(xhat: T d, std: T, g: d, d_y: T d)", xhat, std, g, d_y)
     d = len(g)
     # 3. in the forward pass this was: y = xhat · g + b, row by row
     d_g = [fsum(map(mul, d_y_col, xhat_col)) for d_y_col, xhat_col in zip(zip(*d_y), zip(*xhat))]
@@ -157,10 +153,10 @@ def layernorm_backward(d_y, g, cache):
 
 def softmax(scores):
     """Each row's softmax, exp(z) / Σ exp(z), computed as exp(z - max) / Σ exp(z - max): the
-    same numbers, but exp cannot overflow. A score of -inf gets a weight of exactly 0.
+    same numbers, but exp cannot overflow. Rows may differ in length; -inf weighs exactly 0.
 
-    >>> softmax([[1.0, 1.0, -math.inf]])
-    [[0.5, 0.5, 0.0]]
+    >>> softmax([[3.0], [1.0, 1.0, -math.inf]])
+    [[1.0], [0.5, 0.5, 0.0]]
     """
     check_scores(scores)
     weights = []
@@ -179,7 +175,7 @@ def softmax_backward(weights, d_weights):
     >>> softmax_backward([[0.5, 0.5, 0.0]], [[1.0, 0.0, 7.0]])
     [[0.25, -0.25, 0.0]]
     """
-    check("softmax_backward(weights: T n, d_weights: T n)", weights, d_weights)
+    check("softmax_backward(weights: T *, d_weights: T *)", weights, d_weights)
     d_scores = []
     for w, d_w in zip(weights, d_weights):
         average = fsum(map(mul, w, d_w))               # d_w averaged with the weights w
@@ -197,45 +193,42 @@ def attention_forward(p, x):
     q = matmul(x, p["Wq"])                                             # (T, d)
     k = matmul(x, p["Wk"])                                             # (T, d)
     v = matmul(x, p["Wv"])                                             # (T, d)
-    # 2. scores q_i · k_j / √d for the positions j ≤ i that position i may see, then the
-    #    causal mask: -inf for each later position, whose score is never computed
-    scores = [[fsum(map(mul, q_i, k_j)) / sqrt_d for k_j in k[:i + 1]] + [-math.inf] * (T - 1 - i)
-              for i, q_i in enumerate(q)]                              # (T, T)
-    # 3. weights: each row's softmax; a masked score's weight is exactly 0
-    weights = softmax(scores)                                          # (T, T)
+    # 2. scores q_i · k_j / √d, and the causal mask: only the positions j ≤ i that position i
+    #    may see get a score; a later one gets none, as if its score were -inf
+    scores = [[fsum(map(mul, q_i, k_j)) / sqrt_d for k_j in k[:i + 1]] for i, q_i in enumerate(q)]
+    # 3. weights: each row's softmax over the positions it sees, then 0.0 for each later one
+    weights = [w_i + [0.0] * (T - len(w_i)) for w_i in softmax(scores)]   # (T, T)
     # 4. mix: mixed_i = Σ over j ≤ i of weights[i][j] · v_j
     mixed = matmul(weights, v)                                         # (T, d)
     # 5. projection
     out = matmul(mixed, p["Wo"])                                       # (T, d)
-    return out, {"x": x, "q": q, "k": k, "v": v, "scores": scores, "weights": weights,
-                 "mixed": mixed}
+    return out, {"x": x, "q": q, "k": k, "v": v, "weights": weights, "mixed": mixed,
+                 "scores": [s_i + [-math.inf] * (T - len(s_i)) for s_i in scores]}   # (T, T)
 
 
 def attention_backward(p, cache, d_out):
     """Gradients of attention, given d_out: returns ({"Wq", "Wk", "Wv", "Wo"} gradients, d_x).
     The forward steps 1-5 walked back as 5, 4, 3, 2, 1."""
+    x, weights, q, k, v, mixed = cached(cache, "attention_forward", "x", "weights", *"qkv", "mixed")
     check("attention_backward(x: T d, weights: T T, Wq: d d, Wk: d d, Wv: d d, Wo: d d, "
-          "d_out: T d)", *cached(cache, "attention_forward", "x", "weights", *"qkv", "mixed")[:2],
-          *tensors(p, "Wq", "Wk", "Wv", "Wo"), d_out)
-    x, q, k, v, weights, mixed = (cache[key] for key in ("x", "q", "k", "v", "weights", "mixed"))
-    T, sqrt_d = len(x), sqrt(len(x[0]))
+          "d_out: T d)", x, weights, *tensors(p, "Wq", "Wk", "Wv", "Wo"), d_out)
+    weights, sqrt_d = [w_i[:i + 1] for i, w_i in enumerate(weights)], sqrt(len(x[0]))  # j ≤ i
     # 5. in the forward pass this was: out = matmul(mixed, p["Wo"])
     d_Wo = matmul(transpose(mixed), d_out)                             # (d, d)
     d_mixed = matmul(d_out, transpose(p["Wo"]))                        # (T, d)
-    # 4. mixed = matmul(weights, v): d_weights = d_mixed · vᵀ, d_v = weightsᵀ · d_mixed
-    d_weights = [[fsum(map(mul, d_mixed_i, v_j)) for v_j in v[:i + 1]] + [0.0] * (T - 1 - i)
-                 for i, d_mixed_i in enumerate(d_mixed)]               # (T, T): masked, 0
-    d_v = matmul(transpose(weights), d_mixed)                          # (T, d)
+    # 4. mixed = matmul(weights, v): d_weights = d_mixed · vᵀ, d_v = weightsᵀ · d_mixed, j ≤ i
+    d_weights = [[fsum(map(mul, d_mixed_i, v_j)) for v_j in v[:i + 1]]
+                 for i, d_mixed_i in enumerate(d_mixed)]               # row i: (i + 1)
+    d_v = causal_matmul(weights, d_mixed, transpose_a=True)            # (T, d)
     # 3. weights = softmax(scores)
-    d_scores = softmax_backward(weights, d_weights)                    # (T, T)
+    d_scores = softmax_backward(weights, d_weights)                    # row i: (i + 1)
     # 2. scores[i][j] = q_i · k_j / √d: d_q = d_scores · k / √d, d_k = d_scoresᵀ · q / √d
-    d_q = [[entry / sqrt_d for entry in row] for row in matmul(d_scores, k)]             # (T, d)
-    d_k = [[entry / sqrt_d for entry in row] for row in matmul(transpose(d_scores), q)]  # (T, d)
+    d_q = [[e / sqrt_d for e in row] for row in causal_matmul(d_scores, k)]            # (T, d)
+    d_k = [[e / sqrt_d for e in row] for row in causal_matmul(d_scores, q, transpose_a=True)]
     # 1. q = matmul(x, p["Wq"]), k and v alike: x fed all three, so d_x = d_q · Wqᵀ + d_k · Wkᵀ
     #    + d_v · Wvᵀ, each entry one sum of 3·d products: [d_q d_k d_v] · [Wq Wk Wv]ᵀ
     x_T = transpose(x)
-    grads = {"Wq": matmul(x_T, d_q), "Wk": matmul(x_T, d_k), "Wv": matmul(x_T, d_v),
-             "Wo": d_Wo}                                               # (d, d) each
+    grads = {"Wq": matmul(x_T, d_q), "Wk": matmul(x_T, d_k), "Wv": matmul(x_T, d_v), "Wo": d_Wo}
     d_qkv = [[*q_t, *k_t, *v_t] for q_t, k_t, v_t in zip(d_q, d_k, d_v)]    # (T, 3d)
     W_qkv = [[*q_r, *k_r, *v_r] for q_r, k_r, v_r in zip(p["Wq"], p["Wk"], p["Wv"])]  # (d, 3d)
     return grads, matmul(d_qkv, transpose(W_qkv))                     # d_x: (T, d)
@@ -269,9 +262,8 @@ def linear_backward(d_y, x, W):
 
 def init_params(vocab, d, hidden, max_len, seed):
     """Fresh parameters, the 18 tensors of PARAMETERS in its order: one random.Random(seed)
-    draws gauss(0.0, 0.02) for every entry of the matrices (tok_emb, pos_emb, Wq, Wk, Wv, Wo,
-    W1, W2, W_out), in turn, row by row; gains start at 1.0, biases at 0.0. Same seed, same
-    numbers, on every Python version.
+    draws gauss(0.0, 0.02) for every entry of the matrices, in turn, row by row; gains start
+    at 1.0, biases at 0.0. Same seed, same numbers, on every Python version.
 
     >>> p = init_params(**SIZES, seed=3)
     >>> count_params(p), shape(p["tok_emb"]), shape(p["W1"])
@@ -324,9 +316,8 @@ def forward(p, ids, use_positions=True):
     hf, lnf = layernorm_forward(x2, p["lnf_g"], p["lnf_b"])            # (T, d)
     logits = linear(hf, p["W_out"], p["b_out"])                        # (T, V)
     return logits, {"ids": list(ids), "use_positions": use_positions, "x0": x0, "h1": h1,
-                    "ln1": ln1, "att": att, "a": a, "x1": x1, "h2": h2, "ln2": ln2,
-                    "pre": pre, "act": act, "m": m, "x2": x2, "hf": hf, "lnf": lnf,
-                    "params": fingerprint(p)}
+                    "ln1": ln1, "att": att, "a": a, "x1": x1, "h2": h2, "ln2": ln2, "pre": pre,
+                    "act": act, "m": m, "x2": x2, "hf": hf, "lnf": lnf, "params": fingerprint(p)}
 
 
 def loss_and_dlogits(logits, targets):
@@ -402,27 +393,36 @@ def sequence_loss(p, ids, targets, use_positions=True):
 
 def matmul_skipping_zeros(a, b):
     """Speed: matmul(a, b) for an a or a b holding a 0.0, in place of matmul's plain last line:
-    the same numbers (a zero term adds nothing to a sum), without the zeros' products. The
-    mask makes half the attention weights 0.0, the relu half the MLP's hidden values."""
+    the same numbers (a zero term adds nothing to a sum), without the zeros' products."""
     if all(map(all, a)):            # the zeros are b's: work out bᵀ · aᵀ, with them in its rows
         return transpose(matmul_skipping_zeros(transpose(b), transpose(a)))
-    b_cols = list(zip(*b))
+    b_cols, out = list(zip(*b)), []
     finite = all(hypot(*col) < math.inf for col in b_cols)    # 0 · inf and 0 · nan are nan
-    return [[fsum(map(mul, row, col)) for col in b_cols] if all(row) or not finite
-            else row_times_skipping_zeros(row, b, b_cols) for row in a]
+    for row in a:
+        kept = list(compress(row, row)) if finite else row     # the entries that are not 0.0
+        if len(kept) + row.count(0.0) < len(row):           # None, "" or [] would pass for 0.0
+            raise TypeError(f"matmul: a matrix must hold numbers, not {row!r:.50}")
+        # its zeros all at the end (a causal row): map stops with kept; else b's rows kept meets
+        cols = b_cols if not kept or row[:len(kept)] == kept else zip(*compress(b, row))
+        out.append([fsum(map(mul, kept, col)) for col in cols])
+    return out
 
 
-def row_times_skipping_zeros(row, b, b_cols):
-    """Speed: one row of a · b without the terms where the row holds 0.0."""
-    kept = list(compress(row, row))                     # the entries that are not 0.0
-    if len(kept) + row.count(0.0) < len(row):           # None, "" or [] would pass for 0.0
-        raise TypeError(f"matmul: a matrix must hold numbers, not {row!r:.50}")
-    first = row.index(kept[0]) if kept else 0           # no kept entries: every sum is 0.0
-    # one run between zeros, as in a causal row: each column's matching stretch (map stops at
-    # the end of kept); otherwise the rows of b that the kept entries meet
-    if list(row[first:first + len(kept)]) == kept:      # a tuple row too
-        return [fsum(map(mul, kept, col[first:] if first else col)) for col in b_cols]
-    return [fsum(map(mul, kept, col)) for col in zip(*compress(b, row))]
+def causal_matmul(a, b, transpose_a=False):
+    """Speed: matmul(a, b), or matmul(transpose(a), b), for a causal a given by its rows' first
+    entries, row i holding a[i][0..i] (the rest are 0): the same numbers, without the zeros'
+    products, in place of attention_backward's plain products of (T, T) matrices.
+
+    >>> a, b = [[2.0], [1.0, 3.0]], [[1.0, 10.0], [2.0, 20.0]]
+    >>> causal_matmul(a, b), causal_matmul(a, b, transpose_a=True)
+    ([[2.0, 20.0], [7.0, 70.0]], [[4.0, 40.0], [6.0, 60.0]])
+    """
+    check("causal_matmul(a: T i, b: T m)", a, b)
+    b_cols = list(zip(*b))                          # made once, for every row of a
+    if not transpose_a:
+        return [[fsum(map(mul, a_i, col)) for col in b_cols] for a_i in a]   # stops at a_i's end
+    a_cols = [[a_i[j] for a_i in a[j:]] for j in range(len(a))]       # column j: a[j..T-1][j]
+    return [[fsum(map(mul, a_col, col[j:])) for col in b_cols] for j, a_col in enumerate(a_cols)]
 
 
 def linear_relu_backward(d_m, act, W2):
@@ -439,7 +439,6 @@ def linear_relu_backward(d_m, act, W2):
 
 
 ################ Input checks (you can skip this section)
-#
 # Each public function checks its input first: a ValueError or TypeError names the argument,
 # what it holds and what was expected, instead of a wrong answer or a raw IndexError.
 
@@ -467,7 +466,11 @@ def check(signature, *args):
         for letter, n in zip(letters, found):
             if n == 0:
                 raise ValueError("empty sequence" if letter == "T" else f"{who}: {name} is empty")
-            if sizes.setdefault(letter, n) != n:
+            want = list(range(1, len(value) + 1)) if letter == "i" else sizes.setdefault(letter, n)
+            if n != want and letter in "*i":        # rows of other lengths: the first that differs
+                i = next(i for i, (u, v) in enumerate(zip(n, want)) if u != v)
+                raise ValueError(f"{who}: row {i} of {name} has length {n[i]}, not {want[i]}")
+            if n != want:
                 first = next(other for other, other_letters in params if letter in other_letters)
                 raise ValueError(f"{who}: {name} has shape {found}, but it must be "
                                  f"({', '.join(letters)}{',' * (len(letters) == 1)}) with "
@@ -479,14 +482,14 @@ def dims(value, who, name, want=None, numbers=False):
     """The shape of a vector (a list of numbers) or a matrix (a list of rows of one length),
     refusing anything else, or dimensions other than want's. A matrix's numbers are read only
     if numbers is true: in the math anything else fails its first product."""
-    found = None
+    found, rows = None, (want or "?")[-1]     # rows "*": any lengths, alike; "i": i + 1 in row i
     if isinstance(value, (list, tuple)) and value and isinstance(value[0], (list, tuple)):
-        widths = set(map(len, value)) if set(map(type, value)) <= {list, tuple} else set()
-        if len(widths) > 1:
-            raise ValueError(f"{who}: {name} has rows of lengths {sorted(widths)}; a matrix's "
-                             f"rows all have one length")
-        if widths and (not numbers or set(map(type, chain.from_iterable(value))) <= {float, int}):
-            found = (len(value), *widths)
+        lengths = list(map(len, value)) if set(map(type, value)) <= {list, tuple} else []
+        if len(set(lengths)) > 1 and rows not in "*i":
+            raise ValueError(f"{who}: {name} has rows of lengths {sorted(set(lengths))}; a "
+                             f"matrix's rows all have one length")
+        if lengths and (not numbers or set(map(type, chain.from_iterable(value))) <= {float, int}):
+            found = (len(value), lengths if rows in "*i" else lengths[0])
     elif isinstance(value, (list, tuple)) and set(map(type, value)) <= {float, int}:
         found = (0, 0) if not value and want and len(want) == 2 else (len(value),)
     if found is None or want and len(found) != len(want):
@@ -513,8 +516,7 @@ def cached(cache, maker, *keys):
 
 
 def check_sizes(who, **sizes):
-    """Refuse sizes that are not ints, or below 1 (a model's size) or 0 (the seed): a seed of
-    None draws new numbers each time, and random.Random(-3) is Random(3)."""
+    """Refuse sizes that are not ints of at least 1, or 0 for a seed (None draws anew; -3 is 3)."""
     for name, n in sizes.items():
         if type(n) is not int or n < (name in SIZES):
             raise (ValueError if type(n) is int else TypeError)(
@@ -537,11 +539,11 @@ def check_finite(who, bound=HUGE, **tensors):
 
 def check_scores(scores):
     """Refuse scores softmax cannot weigh: nan, +inf, or a row of -inf only (all masked)."""
-    check("softmax(scores: T n)", scores)
+    check("softmax(scores: T *)", scores)
     for i, row in enumerate(scores):
         if math.inf in row or any(map(math.isnan, row)):
             raise ValueError(f"softmax: row {i} of the scores holds nan or inf: {row!r:.60}")
-        if max(row) == -math.inf:
+        if max(row, default=-math.inf) == -math.inf:       # an empty row too
             raise ValueError(f"softmax: every score of row {i} is -inf: the causal mask hid "
                              f"every position, the row's own too")
 
@@ -551,8 +553,7 @@ def check_ids(ids, vocab, what):
     if not isinstance(ids, (list, tuple)) or not set(map(type, ids)) <= {int}:
         raise TypeError(f"{what} must be a list of ints, not {ids!r:.50}"
                         + (" (encode the text first)" if isinstance(ids, str) else ""))
-    outside = list(dict.fromkeys(i for i in ids if not 0 <= i < vocab))
-    if outside:
+    if outside := list(dict.fromkeys(i for i in ids if not 0 <= i < vocab)):
         raise ValueError(f"{what} outside the vocabulary of size {vocab}: {outside[:5]}"
                          + f" and {len(outside) - 5} more" * (len(outside) > 5))
 
@@ -588,8 +589,7 @@ def check_loss(logits, targets):
 
 
 def check_backward(p, cache, d_logits):
-    """Refuse a cache forward(p, ids) did not return, or d_logits that do not fit it. (The
-    parameters are the ones forward checked, or their fingerprint would differ.)"""
+    """Refuse a cache not made by forward(p, ids) with p as it is, or d_logits that do not fit."""
     made_with, ids = cached(cache, "forward(p, ids)", "params", "ids", "x0", "act", "hf", "lnf",
                             "h2", "ln2", "att", "ln1", "use_positions")[:2]
     if made_with != fingerprint(dict(zip(PARAM_NAMES, tensors(p, *PARAM_NAMES)))):

@@ -67,11 +67,14 @@ class ExactSumTests(unittest.TestCase):
     def test_the_trap_and_the_list_helpers(self):
         self.assertEqual((math.fsum(TRAP), math.fsum(TRAP3), exact(TRAP)), (ROUNDED_ONCE,) * 3)
         self.assertEqual(model.matmul([TRAP], [[1.0]] * 4), [[ROUNDED_ONCE]])
-        # a row holding 0.0 takes the speed section's path, which leaves out its zeros
-        for with_zeros in ([1.0, 0.0, 2.0 ** -54, 2.0 ** -54, 0.0, 2.0 ** -106],   # scattered
-                           [0.0, 0.0, 1.0, 2.0 ** -54, 2.0 ** -54, 2.0 ** -106]):  # one run
-            self.assertEqual(model.matmul([with_zeros], [[1.0]] * 6), [[ROUNDED_ONCE]])
-        self.assertEqual(model.matmul([TRAP, [0.0] * 4], [[1.0]] * 4), [[ROUNDED_ONCE], [0.0]])
+        # rows holding 0.0 (scattered, at the end as in a causal row, only) take the speed path
+        self.assertEqual(model.matmul([[1.0, 0.0, 2.0 ** -54, 2.0 ** -54, 0.0, 2.0 ** -106],
+                                       TRAP + [0.0] * 2, [0.0] * 6], [[1.0]] * 6),
+                         [[ROUNDED_ONCE], [ROUNDED_ONCE], [0.0]])
+        # a causal a (row i: i + 1 entries) with TRAP as its row 3, or as its column 0
+        a, a_T = [TRAP[:i + 1] for i in range(4)], [[t] + [1.0] * i for i, t in enumerate(TRAP)]
+        self.assertEqual([model.causal_matmul(a, [[1.0]] * 4)[3], model.causal_matmul(
+            a_T, [[1.0]] * 4, transpose_a=True)[0]], [[ROUNDED_ONCE]] * 2)
         self.assertEqual(model.matmul([[1.0] * 4], [[t] for t in TRAP]), [[ROUNDED_ONCE]])
         self.assertEqual(model.column_sums([[t, 2 * t] for t in TRAP]),
                          [ROUNDED_ONCE, 2 * ROUNDED_ONCE])
@@ -396,14 +399,14 @@ class Refusals(unittest.TestCase):
              "parameters missing: Wk"),
             ("attention backward: the model's cache", lambda: model.attention_backward(
                 p, model.forward(p, [1])[1], [[0.1] * 16]), TypeError, r"cache\['att'\]"),
-            ("softmax: every score masked", lambda: model.softmax([[-math.inf, -math.inf]]),
-             ValueError, "every score of row 0 is -inf: the causal mask hid every position"),
+            *[(f"softmax: row 1 of {row}", lambda row=row: model.softmax([[0.0], row]), ValueError,
+               "every score of row 1 is -inf: the causal mask hid every position")
+              for row in ([], [-math.inf] * 2)],
             *[(f"softmax of {row}", lambda row=row: model.softmax([row]), ValueError,
                "holds nan or inf") for row in ([0.0, math.nan], [0.0, math.inf],
                                                [-math.inf, math.nan])],
             ("softmax_backward of two lengths", lambda: model.softmax_backward([[0.5, 0.5]],
-                                                                               [[1.0]]),
-             ValueError, "d_weights has shape")])
+             [[1.0]]), ValueError, "row 0 of d_weights has length 1, not 2")])
 
     def test_sizes_and_list_helpers(self):
         ragged, I2 = [[1.0, 2.0], [3.0]], [[1.0, 0.0], [0.0, 1.0]]
@@ -428,6 +431,8 @@ class Refusals(unittest.TestCase):
             *[(f"matmul: None in {m}", lambda a=a, b=b: model.matmul(a, b), TypeError,
                "matmul: a matrix must hold numbers") for m, a, b in (
                 ("a", [[None, 1.0]], I2), ("b", [[1.0, 2.0]], [[None, 1.0], [1.0, 1.0]]))],
+            *[(f"causal_matmul: a row of 3 (transpose_a={t})", lambda t=t: model.causal_matmul(
+                [[1.0], [1.0] * 3], I2, t), ValueError, "row 1 of a has length 3") for t in (0, 1)],
             ("add: two shapes", lambda: model.add([[1.0, 2.0]], [[1.0]]), ValueError,
              r"b has shape \(1, 1\), but it must be \(n, k\) with k = 2, as in a"),
             ("linear: a bias of 3", lambda: model.linear([[1.0, 2.0]], I2, [0.5] * 3), ValueError,
