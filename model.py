@@ -212,7 +212,7 @@ def attention_backward(p, cache, d_out):
     x, weights, q, k, v, mixed = cached(cache, "attention_forward", "x", "weights", *"qkv", "mixed")
     check("attention_backward(x: T d, weights: T T, Wq: d d, Wk: d d, Wv: d d, Wo: d d, "
           "d_out: T d)", x, weights, *tensors(p, "Wq", "Wk", "Wv", "Wo"), d_out)
-    weights, sqrt_d = [w_i[:i + 1] for i, w_i in enumerate(weights)], sqrt(len(x[0]))  # j ≤ i
+    weights, sqrt_d = [w[:i + 1] for i, w in enumerate(weights)], sqrt(len(x[0]))  # cut to j ≤ i
     # 5. in the forward pass this was: out = matmul(mixed, p["Wo"])
     d_Wo = matmul(transpose(mixed), d_out)                             # (d, d)
     d_mixed = matmul(d_out, transpose(p["Wo"]))                        # (T, d)
@@ -411,7 +411,7 @@ def matmul_skipping_zeros(a, b):
 def causal_matmul(a, b, transpose_a=False):
     """Speed: matmul(a, b), or matmul(transpose(a), b), for a causal a given by its rows' first
     entries, row i holding a[i][0..i] (the rest are 0): the same numbers, without the zeros'
-    products, in place of attention_backward's plain products of (T, T) matrices.
+    products, in place of attention_backward's plain products with the (T, T) weights, d_scores.
 
     >>> a, b = [[2.0], [1.0, 3.0]], [[1.0, 10.0], [2.0, 20.0]]
     >>> causal_matmul(a, b), causal_matmul(a, b, transpose_a=True)
@@ -448,8 +448,8 @@ SIGNATURES = {}         # each dimension string, read once: (function, [(argumen
 
 
 def check(signature, *args):
-    """Refuse args unless each has the shape the dimension string gives it, a letter being one
-    size wherever it stands; return the sizes. A size of 0 is refused ("empty sequence" for T).
+    """Refuse args unless each has the shape its dimension string gives (a letter is one size
+    wherever it stands, never 0: "empty sequence" for T; "*" and "i": see dims); return sizes.
 
     >>> check("linear(x: T n, W: n m, b: m)", [[1.0, 2.0]], [[1.0], [2.0]], [0.5, 0.5])
     Traceback (most recent call last):
@@ -459,19 +459,19 @@ def check(signature, *args):
         who, _, rest = signature.rstrip(")").partition("(")
         SIGNATURES[signature] = who, [(name.strip(), letters.split()) for name, letters in
                                       (part.split(":") for part in rest.split(","))]
-    who, params = SIGNATURES[signature]
-    sizes = {}
+    (who, params), sizes = SIGNATURES[signature], {}
     for (name, letters), value in zip(params, args):
         found = dims(value, who, name, letters)
         for letter, n in zip(letters, found):
-            if n == 0:
+            if n == 0 or letter in "*i" and not any(n):      # rows, all empty
                 raise ValueError("empty sequence" if letter == "T" else f"{who}: {name} is empty")
             want = list(range(1, len(value) + 1)) if letter == "i" else sizes.setdefault(letter, n)
-            if n != want and letter in "*i":        # rows of other lengths: the first that differs
-                i = next(i for i, (u, v) in enumerate(zip(n, want)) if u != v)
-                raise ValueError(f"{who}: row {i} of {name} has length {n[i]}, not {want[i]}")
             if n != want:
                 first = next(other for other, other_letters in params if letter in other_letters)
+                if letter in "*i":        # rows of other lengths: the first that differs
+                    i = next(i for i, (u, v) in enumerate(zip(n, want)) if u != v)
+                    raise ValueError(f"{who}: row {i} of {name} has length {n[i]}, not {want[i]}"
+                                     f"{f', as in {first}' if letter == '*' else ' (causal)'}")
                 raise ValueError(f"{who}: {name} has shape {found}, but it must be "
                                  f"({', '.join(letters)}{',' * (len(letters) == 1)}) with "
                                  f"{letter} = {sizes[letter]}, as in {first}")
@@ -479,10 +479,10 @@ def check(signature, *args):
 
 
 def dims(value, who, name, want=None, numbers=False):
-    """The shape of a vector (a list of numbers) or a matrix (a list of rows of one length),
-    refusing anything else, or dimensions other than want's. A matrix's numbers are read only
-    if numbers is true: in the math anything else fails its first product."""
-    found, rows = None, (want or "?")[-1]     # rows "*": any lengths, alike; "i": i + 1 in row i
+    """The shape of a vector (a list of numbers) or a matrix (a list of rows of one length, or if
+    want ends in "*" of any lengths, alike wherever "*" stands, or in "i" of i + 1 in row i),
+    refusing anything else. A matrix's numbers are read only if numbers is true: products do."""
+    found, rows = None, (want or "?")[-1]
     if isinstance(value, (list, tuple)) and value and isinstance(value[0], (list, tuple)):
         lengths = list(map(len, value)) if set(map(type, value)) <= {list, tuple} else []
         if len(set(lengths)) > 1 and rows not in "*i":

@@ -405,8 +405,9 @@ class Refusals(unittest.TestCase):
             *[(f"softmax of {row}", lambda row=row: model.softmax([row]), ValueError,
                "holds nan or inf") for row in ([0.0, math.nan], [0.0, math.inf],
                                                [-math.inf, math.nan])],
-            ("softmax_backward of two lengths", lambda: model.softmax_backward([[0.5, 0.5]],
-             [[1.0]]), ValueError, "row 0 of d_weights has length 1, not 2")])
+            *[(f"softmax_backward of {w} and {d_w}", lambda w=w, d_w=d_w: model.softmax_backward(
+                w, d_w), ValueError, message) for w, d_w, message in (([[0.5, 0.5]], [[1.0]], "row 0 "
+                "of d_weights has length 1, not 2, as in weights"), ([[]], [[]], "weights is empty"))]])
 
     def test_sizes_and_list_helpers(self):
         ragged, I2 = [[1.0, 2.0], [3.0]], [[1.0, 0.0], [0.0, 1.0]]
