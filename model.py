@@ -479,9 +479,9 @@ def check(signature, *args):
 
 
 def dims(value, who, name, want=None, numbers=False):
-    """The shape of a vector (a list of numbers) or a matrix (a list of rows of one length, or if
-    want ends in "*" of any lengths, alike wherever "*" stands, or in "i" of i + 1 in row i),
-    refusing anything else. A matrix's numbers are read only if numbers is true: products do."""
+    """The shape of a vector (a list of numbers) or a matrix (a list of rows of one length; if
+    want ends in "*", of any lengths, alike wherever "*" stands; in "i", i + 1 in row i), refusing
+    anything else. A matrix's numbers are read only if numbers is true: a product refuses others."""
     found, rows = None, (want or "?")[-1]
     if isinstance(value, (list, tuple)) and value and isinstance(value[0], (list, tuple)):
         lengths = list(map(len, value)) if set(map(type, value)) <= {list, tuple} else []
