@@ -457,17 +457,18 @@ def check(signature, *args):
     """
     if signature not in SIGNATURES:
         who, _, rest = signature.rstrip(")").partition("(")
-        SIGNATURES[signature] = who, [(name.strip(), letters.split()) for name, letters in
-                                      (part.split(":") for part in rest.split(","))]
+        SIGNATURES[signature] = who, [(name.strip(), letters.split(), letters.split()[-1] in "*i")
+                                      for name, letters in (p.split(":") for p in rest.split(","))]
     (who, params), sizes = SIGNATURES[signature], {}
-    for (name, letters), value in zip(params, args):
-        found = dims(value, who, name, letters)
+    for (name, letters, ragged), value in zip(params, args):
+        found = dims(value, who, name, letters, ragged)
         for letter, n in zip(letters, found):
-            if n == 0 or letter in "*i" and not any(n):      # rows, all empty
+            if n == 0:
                 raise ValueError("empty sequence" if letter == "T" else f"{who}: {name} is empty")
-            want = list(range(1, len(value) + 1)) if letter == "i" else sizes.setdefault(letter, n)
+            want = (list(range(1, len(value) + 1)) if ragged and letter == "i"    # causal rows
+                    else sizes.setdefault(letter, n))
             if n != want:
-                first = next(other for other, other_letters in params if letter in other_letters)
+                first = next(other for other, other_letters, _ in params if letter in other_letters)
                 if letter in "*i":        # rows of other lengths: the first that differs
                     i = next(i for i, (u, v) in enumerate(zip(n, want)) if u != v)
                     raise ValueError(f"{who}: row {i} of {name} has length {n[i]}, not {want[i]}"
@@ -478,18 +479,17 @@ def check(signature, *args):
     return sizes
 
 
-def dims(value, who, name, want=None, numbers=False):
-    """The shape of a vector (a list of numbers) or a matrix (a list of rows of one length; if
-    want ends in "*", of any lengths, alike wherever "*" stands; in "i", i + 1 in row i), refusing
-    anything else. A matrix's numbers are read only if numbers is true: a product refuses others."""
-    found, rows = None, (want or "?")[-1]
+def dims(value, who, name, want=None, ragged=False, numbers=False):
+    """The shape of a vector (a list of numbers) or a matrix (a list of rows of one length, unless
+    ragged: "*" any, "i" i + 1 in row i), refusing anything else. numbers: read a matrix's too."""
+    found = None
     if isinstance(value, (list, tuple)) and value and isinstance(value[0], (list, tuple)):
-        lengths = list(map(len, value)) if set(map(type, value)) <= {list, tuple} else []
-        if len(set(lengths)) > 1 and rows not in "*i":
-            raise ValueError(f"{who}: {name} has rows of lengths {sorted(set(lengths))}; a "
-                             f"matrix's rows all have one length")
-        if lengths and (not numbers or set(map(type, chain.from_iterable(value))) <= {float, int}):
-            found = (len(value), lengths if rows in "*i" else lengths[0])
+        widths = set(map(len, value)) if set(map(type, value)) <= {list, tuple} else set()
+        if len(widths) > 1 and not ragged:
+            raise ValueError(f"{who}: {name} has rows of lengths {sorted(widths)}; a matrix's "
+                             f"rows all have one length")
+        if widths and (not numbers or set(map(type, chain.from_iterable(value))) <= {float, int}):
+            found = (len(value), list(map(len, value)) if ragged and max(widths) else min(widths))
     elif isinstance(value, (list, tuple)) and set(map(type, value)) <= {float, int}:
         found = (0, 0) if not value and want and len(want) == 2 else (len(value),)
     if found is None or want and len(found) != len(want):
