@@ -410,8 +410,8 @@ def matmul_skipping_zeros(a, b):
 
 def causal_matmul(a, b, transpose_a=False):
     """Speed: matmul(a, b), or matmul(transpose(a), b), for a causal a given by its rows' first
-    entries, row i holding a[i][0..i] (the rest are 0): the same numbers, without the zeros'
-    products, in place of attention_backward's plain products with the (T, T) weights, d_scores.
+    entries, a[i][0..i] (the rest 0): the same numbers without the zeros' products, in place of
+    attention_backward's plain matmul(transpose(weights), d_mixed) and d_scores' two products.
 
     >>> a, b = [[2.0], [1.0, 3.0]], [[1.0, 10.0], [2.0, 20.0]]
     >>> causal_matmul(a, b), causal_matmul(a, b, transpose_a=True)
