@@ -399,7 +399,7 @@ def matmul_skipping_zeros(a, b):
     b_cols, out = list(zip(*b)), []
     finite = all(hypot(*col) < math.inf for col in b_cols)    # 0 · inf and 0 · nan are nan
     for row in a:
-        kept = list(compress(row, row)) if finite else row     # the entries that are not 0.0
+        kept = list(compress(row, row)) if finite else row  # nonzero; all if b is not finite
         if len(kept) + row.count(0.0) < len(row):           # None, "" or [] would pass for 0.0
             raise TypeError(f"matmul: a matrix must hold numbers, not {row!r:.50}")
         # its zeros all at the end (a causal row): map stops with kept; else b's rows kept meets
