@@ -210,8 +210,9 @@ def attention_backward(p, cache, d_out):
     """Gradients of attention, given d_out: returns ({"Wq", "Wk", "Wv", "Wo"} gradients, d_x).
     The forward steps 1-5 walked back as 5, 4, 3, 2, 1."""
     x, weights, q, k, v, mixed = cached(cache, "attention_forward", "x", "weights", *"qkv", "mixed")
-    check("attention_backward(x: T d, weights: T T, Wq: d d, Wk: d d, Wv: d d, Wo: d d, "
-          "d_out: T d)", x, weights, *tensors(p, "Wq", "Wk", "Wv", "Wo"), d_out)
+    check("attention_backward(x: T d, weights: T T, q: T d, k: T d, v: T d, mixed: T d, Wq: d d, "
+          "Wk: d d, Wv: d d, Wo: d d, d_out: T d)", x, weights, q, k, v, mixed,
+          *tensors(p, "Wq", "Wk", "Wv", "Wo"), d_out)
     weights, sqrt_d = [w[:i + 1] for i, w in enumerate(weights)], sqrt(len(x[0]))  # cut to j ≤ i
     # 5. in the forward pass this was: out = matmul(mixed, p["Wo"])
     d_Wo = matmul(transpose(mixed), d_out)                             # (d, d)
@@ -297,11 +298,10 @@ def forward(p, ids, use_positions=True):
     scores token j as the one that follows ids[0..t], seeing only positions 0..t.
     use_positions=False leaves the position embeddings out."""
     check_forward(p, ids, use_positions)
-    T = len(ids)
     # 1. embeddings: a row per token, plus a row per position
     x0 = [list(p["tok_emb"][i]) for i in ids]                          # (T, d)
     if use_positions:
-        x0 = add(x0, p["pos_emb"][:T])                                 # (T, d)
+        x0 = add(x0, p["pos_emb"][:len(ids)])                          # (T, d)
     # 2. attention, pre-norm, with a skip path around it
     h1, ln1 = layernorm_forward(x0, p["ln1_g"], p["ln1_b"])            # (T, d)
     a, att = attention_forward(p, h1)                                  # (T, d)

@@ -77,8 +77,7 @@ class FileTests(unittest.TestCase):
         for expected, data in {
                 "its line ends are \\r\\n": recorded.replace(b"\n", b"\r\n"),
                 "layernorm_row0.mean: -0.0 -> 0.0": trace_block.to_json(t).encode(),
-                "not UTF-8": b"\xff" + recorded,
-                "nested too deep": b"[" * 100_000,
+                "not UTF-8": b"\xff" + recorded, "nested too deep": b"[" * 100_000,
                 "more than 1,000,000 bytes": b" " * 1_000_001,
                 "the layout differs": recorded.replace(b'  "story"', b'"story"'),
                 "'story' appears twice": recorded.replace(b'  "story"', b'  "story": 1,\n  "story"'),

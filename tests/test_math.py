@@ -371,6 +371,7 @@ class Refusals(unittest.TestCase):
 
     def test_layer_norm_attention_and_softmax(self):
         p, x = series(), [[1.0, 2.0, 4.0]]
+        cache1 = model.forward(p, [1])[1]
         _, cache = model.layernorm_forward(x, [1.0] * 3, [0.0] * 3)
         self.assert_refused([
             ("gain 3, bias 2", lambda: model.layernorm_forward(x, [1.0] * 3, [0.0] * 2),
@@ -384,8 +385,7 @@ class Refusals(unittest.TestCase):
              ValueError, r"layernorm_forward: g holds inf"),
             *[(f"backward: {what}", lambda bad=bad: model.layernorm_backward(
                 [[1.0] * 16], [1.0] * 16, bad), TypeError, "the cache that layernorm_forward "
-               "returned") for what, bad in (("the model's whole cache", model.forward(p, [1])[1]),
-                                             ("an int", 5))],
+               "returned") for what, bad in (("the model's whole cache", cache1), ("an int", 5))],
             ("backward: d_y of 2 rows", lambda: model.layernorm_backward([[1.0] * 3] * 2, [1.0] * 3,
                                                                          cache), ValueError,
              r"d_y has shape \(2, 3\), but it must be \(T, d\) with T = 1, as in xhat"),
@@ -397,8 +397,10 @@ class Refusals(unittest.TestCase):
             ("attention: Wk missing", lambda: model.attention_forward(
                 {k: v for k, v in p.items() if k != "Wk"}, [[0.5] * 16]), ValueError,
              "parameters missing: Wk"),
-            ("attention backward: the model's cache", lambda: model.attention_backward(
-                p, model.forward(p, [1])[1], [[0.1] * 16]), TypeError, r"cache\['att'\]"),
+            *[(f"attention backward: {what}", lambda c=c: model.attention_backward(
+                p, c, [[0.1] * 16]), TypeError, message) for what, c, message in (
+                ("the model's cache", cache1, r"cache\['att'\]"),
+                ("a cache with v None", {**cache1["att"], "v": None}, "v must be a list of rows"))],
             *[(f"softmax: row 1 of {row}", lambda row=row: model.softmax([[0.0], row]), ValueError,
                "every score of row 1 is -inf: the causal mask hid every position")
               for row in ([], [-math.inf] * 2)],
