@@ -349,13 +349,13 @@ def write():    # train on corpus.txt, write tokenizer.json; the exit code is 0
     return 0
 
 
-def run_reporting_problems(action):
+def run_reporting_problems(action, errors="backslashreplace"):
     """Run action() and return its exit code; a problem with a file of the lab's or standard
     output ends in one line on standard error and exit code 1 (trace_block.py uses it too)."""
     if sys.stdout is None:                  # started with its output closed: 1>&-
         return report("cannot print: standard output is closed")
     if hasattr(sys.stdout, "reconfigure"):  # a letter the terminal lacks prints as \x..
-        sys.stdout.reconfigure(errors="backslashreplace")
+        sys.stdout.reconfigure(errors=errors)
     try:
         code = action()
         sys.stdout.flush()                  # a full disk shows here, not at exit

@@ -11,6 +11,7 @@ lesson's path, the recorded file, timing, pictures, the command line and the inp
 Run `python3 trace_block.py --help` for what it does; with no flag, it prints the figures.
 """
 import argparse
+import codecs
 import functools
 import itertools
 import json
@@ -321,17 +322,12 @@ def time_steps(lengths=(8, 16, 32, 64), repeats=9):
     tok = load_tokenizer()
     p = build(tok, SERIES)
     ids = corpus_ids(tok, max(lengths) + 1)
-
-    def step(x, y):
-        logits, cache = model.forward(p, x)
-        model.backward(p, cache, model.loss_and_dlogits(logits, y)[1])
-
     rows = []
     for T in lengths:
         times = []
         for n in range(repeats + 1):                # the first step, not timed, warms up
             start = time.perf_counter()
-            step(ids[:T], ids[1:T + 1])
+            backward_gradients(p, ids[:T], ids[1:T + 1])
             times += [time.perf_counter() - start] * (n > 0)
         rows.append((T, statistics.median(times) * 1e3))
     return rows
@@ -366,6 +362,10 @@ EIGHTHS = "▏▎▍▌▋▊▉"         # 1/8 .. 7/8 of a character; a whole o
 # so a nearly uniform row gets one shade all along.
 SHADES = ((0.6, "█"), (0.3, "▓"), (0.15, "▒"), (0.075, "░"), (0.0, " "))
 MASKED = "·"                # drawn where a weight is exactly 0.0: what the causal mask gives j > i
+# Stand-ins for an output that lacks these characters (PYTHONIOENCODING=ascii): ▌, 4 eighths, is 4
+PLAIN = str.maketrans({**dict(zip("█▓▒░·│×▏▎▍▌▋▊▉", "#=+-.|x1234567")), "≥": ">=", "ε": "eps"})
+codecs.register_error("trace_block", lambda error: (error.object[error.start:error.end].translate(
+    PLAIN).encode("ascii", "backslashreplace").decode(), error.end))    # any other: \x.. or \u..
 
 
 def bar(value, top, cells=BAR_CELLS):
@@ -506,7 +506,7 @@ def main(argv=None):
     action = parser.add_mutually_exclusive_group()
     for flag, text in FLAGS:
         action.add_argument(flag, action="store_true", help=text)
-    return bpe.run_reporting_problems(lambda: run(parser.parse_args(argv)))   # as bpe.main
+    return bpe.run_reporting_problems(lambda: run(parser.parse_args(argv)), errors="trace_block")
 
 
 def run(args):

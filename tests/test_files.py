@@ -146,19 +146,19 @@ class FileTests(unittest.TestCase):
             for main in (bpe.main, trace_block.main):   # 3.10: one line; 3.11 drops the text
                 main(["--help"])
 
-    def test_a_terminal_that_cannot_print_a_letter_gets_an_escape(self):
+    def test_a_terminal_that_cannot_print_a_letter_gets_an_escape_or_a_picture_s_stand_in(self):
         corpus = FIRST.replace(b"garden", b"jard\xc3\xa9n") + CORPUS[len(FIRST):]
         tok = bpe.Tokenizer.train(corpus.decode(), 96)
         with lab_copy(corpus_txt=corpus, tokenizer_json=tok.to_json().encode()):
-            for main in (bpe.main, trace_block.main):
+            for main, args, seen in ((bpe.main, [], b"\\xe9"), (trace_block.main, [], b"jard\\xe9n"),
+                                      (trace_block.main, ["--show"], b"|###")):   # a bar, ███
                 raw = io.BytesIO()
                 ascii_only = io.TextIOWrapper(raw, encoding="ascii")
-                with self.subTest(command=main.__module__), mock.patch.object(sys, "stdout",
-                                                                              ascii_only):
-                    code = main(["--show"] if main is trace_block.main else [])
+                with self.subTest(command=main.__module__, args=args), mock.patch.object(
+                        sys, "stdout", ascii_only):
+                    self.assertEqual(main(args), 0)
                     ascii_only.flush()
-                    self.assertEqual(code, 0)
-                    self.assertIn(b"\\xe9" if main is bpe.main else b"\\u2588", raw.getvalue())
+                    self.assertIn(seen, raw.getvalue())
 
 
 class NumberTests(unittest.TestCase):
