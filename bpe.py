@@ -351,7 +351,7 @@ def write():    # train on corpus.txt, write tokenizer.json; the exit code is 0
 
 def run_reporting_problems(action, errors="backslashreplace"):
     """Run action() and return its exit code; a problem with a file of the lab's or standard
-    output ends in one line on standard error and exit code 1 (trace_block.py uses it too)."""
+    output, or Ctrl-C, ends in one line on standard error and exit code 1 (as in trace_block.py)."""
     if sys.stdout is None:                  # started with its output closed: 1>&-
         return report("cannot print: standard output is closed")
     if hasattr(sys.stdout, "reconfigure"):  # a letter the terminal lacks prints as \x..
@@ -360,8 +360,8 @@ def run_reporting_problems(action, errors="backslashreplace"):
         code = action()
         sys.stdout.flush()                  # a full disk shows here, not at exit
         return code
-    except FileProblem as problem:
-        return report(str(problem))
+    except (FileProblem, KeyboardInterrupt) as problem:     # Ctrl-C: "interrupted", no traceback
+        return report(str(problem) or "interrupted")
     except FileNotFoundError as error:
         return report(f"cannot read {error.filename}: no such file." + " Run: python3 bpe.py "
                       "--write" * str(error.filename).endswith("tokenizer.json"))
