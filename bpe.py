@@ -351,7 +351,8 @@ def write():    # train on corpus.txt, write tokenizer.json; the exit code is 0
 
 def run_reporting_problems(action, errors="backslashreplace"):
     """Run action() and return its exit code; a problem with a file of the lab's or standard
-    output, or Ctrl-C, ends in one line on standard error and exit code 1 (as in trace_block.py)."""
+    output, or Ctrl-C, ends in one line on standard error and exit code 1. errors: the handler of
+    a letter standard output lacks (trace_block.py, which uses this too, prints stand-ins)."""
     if sys.stdout is None:                  # started with its output closed: 1>&-
         return report("cannot print: standard output is closed")
     if hasattr(sys.stdout, "reconfigure"):  # a letter the terminal lacks prints as \x..
