@@ -146,15 +146,16 @@ class FileTests(unittest.TestCase):
         corpus = FIRST.replace(b"garden", b"jard\xc3\xa9n") + CORPUS[len(FIRST):]
         tok = bpe.Tokenizer.train(corpus.decode(), 96)
         with lab_copy(corpus_txt=corpus, tokenizer_json=tok.to_json().encode()):
-            for main, args, seen in ((bpe.main, [], b"\\xe9"), (trace_block.main, [], b"jard\\xe9n"),
-                                      (trace_block.main, ["--show"], b"|###")):   # a bar, ███
+            for main, args, seen in ((bpe.main, [], b"\\xe9"),
+                                     (trace_block.main, ["--show"], b"|###")):
                 raw = io.BytesIO()
                 ascii_only = io.TextIOWrapper(raw, encoding="ascii")
-                with self.subTest(command=main.__module__, args=args), mock.patch.object(
-                        sys, "stdout", ascii_only):
+                with self.subTest(command=main.__module__), mock.patch.object(sys, "stdout",
+                                                                              ascii_only):
                     self.assertEqual(main(args), 0)
                     ascii_only.flush()
                     self.assertIn(seen, raw.getvalue())
+        self.assertEqual("jardén █▌".encode("ascii", "trace_block"), b"jard\\xe9n #4")  # ▌: 4/8
 
 
 class NumberTests(unittest.TestCase):
