@@ -271,8 +271,8 @@ def write_texts(texts):
     """Write each text of {path: text} as UTF-8 to a temporary file, and only when all are
     written put them in place of the old files: a failed write (a full disk) changes nothing."""
     try:
-        for path, text in texts.items():
-            with open(f"{path}.tmp", "wb") as file:
+        for path, text in texts.items():   # a folder in a file's place fails here, not at replace
+            with open(path if os.path.isdir(path) else f"{path}.tmp", "wb") as file:
                 file.write(text.encode("utf-8"))
         for path in texts:
             os.replace(f"{path}.tmp", path)

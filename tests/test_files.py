@@ -120,11 +120,13 @@ class FileTests(unittest.TestCase):
                                          f"{why}; the old file is unchanged" if why else "interrupted")
                     self.assertEqual((folder / name).read_bytes(), (LAB / name).read_bytes())
                     self.assertEqual(len(os.listdir(folder)), 3, "a temporary file was left")
-        with lab_copy() as folder:      # two files, the second in no folder: the first is kept
-            with self.assertRaisesRegex(bpe.FileProblem, "such.txt: No such file"):
-                bpe.write_texts({folder / "corpus.txt": "", folder / "no" / "such.txt": ""})
-            self.assertEqual((folder / "corpus.txt").read_bytes(), CORPUS)
-            self.assertEqual(len(os.listdir(folder)), 3, "a temporary file was left")
+        for second, why in (("no/such.txt", "No such file"), ("a_folder", "Is a directory")):
+            with self.subTest(second=second), lab_copy() as folder:   # two files: the first is kept
+                (folder / "a_folder").mkdir()
+                with self.assertRaisesRegex(bpe.FileProblem, f"{second}: {why}"):
+                    bpe.write_texts({folder / "corpus.txt": "", folder / second: ""})
+                self.assertEqual((folder / "corpus.txt").read_bytes(), CORPUS)
+                self.assertEqual(len(os.listdir(folder)), 4, "a temporary file was left")
 
     def test_a_full_a_closed_or_an_abandoned_standard_output(self):
         for case, stdout, code, message in (
