@@ -562,8 +562,8 @@ def check_params(p):
     """Refuse anything but init_params' 18 tensors, of one size, finite; return the sizes."""
     signature = ", ".join(f"{name}: {dims}" for name, dims in PARAMETERS.items())
     sizes = check(f"parameters({signature})", *tensors(p, *PARAM_NAMES))
-    if len(p) != len(PARAMETERS):
-        raise ValueError(f"p has unknown names: {', '.join(map(str, set(p) - set(PARAMETERS)))}")
+    if unknown := [str(name) for name in p if name not in PARAMETERS]:    # in p's order
+        raise ValueError(f"p has unknown names: {', '.join(unknown)}")
     check_finite("parameters", BIG, **p)
     return sizes
 
