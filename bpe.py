@@ -257,9 +257,9 @@ def read_json(path):
         if len(text) > 40 or not math.isfinite(kind(text)):
             raise ValueError(f"{text[:12]}... is too long, too large or not a number")
         return kind(text)
-
+    data = read_text(path)              # not UTF-8: said by read_text, not as "not JSON"
     try:
-        return json.loads(read_text(path), object_pairs_hook=keys_once, parse_float=plain,
+        return json.loads(data, object_pairs_hook=keys_once, parse_float=plain,
                           parse_constant=plain, parse_int=lambda text: plain(text, int))
     except RecursionError:
         raise FileProblem(f"{path} is not JSON that can be read: nested too deep") from None
