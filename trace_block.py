@@ -363,7 +363,7 @@ EIGHTHS = "▏▎▍▌▋▊▉"         # 1/8 .. 7/8 of a character; a whole o
 SHADES = ((0.6, "█"), (0.3, "▓"), (0.15, "▒"), (0.075, "░"), (0.0, " "))
 MASKED = "·"                # drawn where a weight is exactly 0.0: what the causal mask gives j > i
 # Stand-ins for an output that lacks these characters (PYTHONIOENCODING=ascii): ▌, 4 eighths, is 4
-PLAIN = str.maketrans({**dict(zip("█▓▒░·│×▏▎▍▌▋▊▉", "#=+-.|x1234567")), "≥": ">=", "ε": "eps"})
+PLAIN = str.maketrans({**dict(zip("█▓▒░·│×▏▎▍▌▋▊▉", "#%+-.|x1234567")), "≥": ">=", "ε": "eps"})
 codecs.register_error("trace_block", lambda error: (error.object[error.start:error.end].translate(
     PLAIN).encode("ascii", "backslashreplace").decode(), error.end))    # any other: \x.. or \u..
 
@@ -445,7 +445,7 @@ def show_attention(p, tok):
     w = max(len(bpe.shown(t)) for t in tokens)
     print(f"Attention weights of a = {bpe.shown(ORDER_A)}, at initialization")
     print("  row i is the position that looks, column j the one it looks at (row j's token)")
-    scale = ", ".join(f"{block * 2} ≥ {cut}" for cut, block in SHADES[:-1])
+    scale = ", ".join(f"{block} ≥ {cut}" for cut, block in SHADES[:-1])
     print(f"  shades: {scale}, blank below; {MASKED} = exactly 0")
     print(f"{'':{5 + w}} " + "".join(f"{j:>2}" for j in range(len(tokens)))
           + "    sum  1/(i+1)     min     max")

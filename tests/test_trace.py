@@ -154,8 +154,9 @@ class PictureTests(unittest.TestCase):
         cls.gap_rows = [line for line in lines[:split] if "│" in line]
         cls.grid_rows = [line for line in lines[split:] if "│" in line]
 
-    def test_every_line_fits_in_80_columns(self):
-        self.assertEqual([line for line in self.text.splitlines() if len(line) > 80], [])
+    def test_every_line_fits_in_80_columns(self):       # in the ASCII stand-ins too
+        for text in (self.text, self.text.encode("ascii", "trace_block").decode()):
+            self.assertEqual([line for line in text.splitlines() if len(line) > 80], [])
 
     def test_a_bar_is_drawn_exactly_where_the_gap_is_not_zero(self):
         for use_positions, column in ((False, 1), (True, 2)):
