@@ -355,12 +355,13 @@ def run_reporting_problems(action, errors="backslashreplace"):
     a letter standard output lacks (trace_block.py, which uses this too, prints stand-ins)."""
     if sys.stdout is None:                  # started with its output closed: 1>&-
         return report("cannot print: standard output is closed")
-    if hasattr(sys.stdout, "reconfigure"):  # a letter the terminal lacks prints as \x..
-        sys.stdout.reconfigure(errors=errors)
     try:
+        getattr(sys.stdout, "reconfigure", dict)(errors=errors)  # dict: a no-op for a StringIO
         code = action()
         sys.stdout.flush()                  # a full disk shows here, not at exit
         return code
+    except SystemExit as done:              # --help: argparse exits; flush its text as above
+        return run_reporting_problems(lambda: done.code, errors)
     except (FileProblem, KeyboardInterrupt) as problem:     # Ctrl-C: "interrupted", no traceback
         return report(str(problem) or "interrupted")
     except FileNotFoundError as error:
@@ -385,8 +386,7 @@ def report(message):
 ################ Input checks (you can skip this section)
 
 def check_chunks_cover(chunks, text, pattern):       # a custom pattern can skip characters
-    covered = "".join(chunks)
-    if covered != text:
+    if (covered := "".join(chunks)) != text:
         at = next((n for n, (a, b) in enumerate(zip(covered, text)) if a != b), len(covered))
         raise ValueError(f"the pattern {pattern!r} skips {text[at:at + 10]!r} at position {at}")
 
