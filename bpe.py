@@ -257,6 +257,7 @@ def read_json(path):
         if len(text) > 40 or not math.isfinite(kind(text)):
             raise ValueError(f"{text[:12]}... is too long, too large or not a number")
         return kind(text)
+
     data = read_text(path)              # not UTF-8: said by read_text, not as "not JSON"
     try:
         return json.loads(data, object_pairs_hook=keys_once, parse_float=plain,
@@ -351,8 +352,7 @@ def write():    # train on corpus.txt, write tokenizer.json; the exit code is 0
 
 def run_reporting_problems(action, errors="backslashreplace"):
     """Run action() and return its exit code; a problem with a file of the lab's or standard
-    output, or Ctrl-C, ends in one line on standard error and exit code 1. errors: the handler of
-    a letter standard output lacks (trace_block.py, which uses this too, prints stand-ins)."""
+    output, or Ctrl-C, is one line on standard error, exit 1 (errors: for letters it lacks)."""
     if sys.stdout is None:                  # started with its output closed: 1>&-
         return report("cannot print: standard output is closed")
     try:
