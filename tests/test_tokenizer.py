@@ -141,6 +141,7 @@ class TheLabsTokenizerTests(unittest.TestCase):
                 self.assertEqual(theirs.encode(text).ids, tokenizer().encode(text))
 
     def test_retraining_writes_tokenizer_json_byte_for_byte(self):
+        self.addCleanup(COPY.cleanup)          # not left to the end of the run (python3 -X dev)
         out, err = WRITE.communicate(timeout=120)
         self.assertEqual(WRITE.returncode, 0, err)
         self.assertEqual((Path(COPY.name) / "tokenizer.json").read_bytes(),
