@@ -166,7 +166,7 @@ def compare_gradients(grads, numeric, kinks=()):
               "errors_by_tensor": {}, "kinks": list(kinks), "worst": None}
     for name in numeric:
         errors = [0.0]
-        width = len(numeric[name][0]) if isinstance(numeric[name][0], list) else 0
+        width = (*model.shape(numeric[name]), 0)[1]         # a matrix's row length, or 0
         for n, (analytic, slope) in enumerate(zip(flatten(grads[name]), flatten(numeric[name]))):
             where = (name, *divmod(n, width)) if width else (name, n)
             if where in report["kinks"]:
@@ -201,9 +201,8 @@ def small_copy_check(vocab, ids):
 
 
 def flatten(tensor):
-    """The numbers of a vector or a matrix, row by row: [[1.0, 2.0], [3.0]] -> [1.0, 2.0, 3.0]."""
-    model.shape(tensor)
-    return [v for row in tensor for v in row] if isinstance(tensor[0], list) else list(tensor)
+    """The numbers of a vector, or of a matrix row by row: [[1.0, 2.0], [3.0, 4.0]] -> 1.0..4.0."""
+    return [v for row in tensor for v in row] if len(model.shape(tensor)) == 2 else list(tensor)
 
 
 ################ The position experiment
