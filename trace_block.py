@@ -573,7 +573,8 @@ def check_nudging(p, step, names):
     if type(step) not in (int, float) or not 0 < step < math.inf:
         raise ValueError(f"step must be a positive number, such as 1e-6, not {step!r}")
     model.check_params(p)
-    if isinstance(names, str) or any(name not in p for name in names or ()):
+    if names is not None and not (isinstance(names, (list, tuple))
+                                  and all(isinstance(name, str) and name in p for name in names)):
         raise ValueError(f"names must be a list of parameter names, such as ['W1', 'b1'], "
                          f"not {names!r}")
 
