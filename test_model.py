@@ -34,12 +34,12 @@ def series():
 
 
 def tiny(module=model):
-    """The small copy's parameters (1,060), made afresh (a test may change them), with gains
-    and biases away from 1 and 0, so that one handed to the wrong step shows."""
-    p = module.init_params(96, **TINY)
-    rng = random.Random(4)
+    """The small copy's parameters (1,060), made afresh (a test may change them): gains and biases
+    away from 1 and 0, and Wq, Wk 50 times larger (attention not uniform), so every step counts."""
+    p, rng = module.init_params(96, **TINY), random.Random(4)
     for name in ("ln1_g", "ln1_b", "b1", "ln2_g", "ln2_b", "b2", "lnf_g", "lnf_b", "b_out"):
         p[name] = [rng.uniform(0.5, 1.5) if name[-1] == "g" else rng.gauss(0, 0.1) for _ in p[name]]
+    p["Wq"], p["Wk"] = ([[50.0 * w for w in row] for row in p[name]] for name in ("Wq", "Wk"))
     return p
 
 
@@ -197,7 +197,7 @@ class Mechanism(unittest.TestCase):
     def test_gradients_match_finite_differences(self):
         """Every gradient of the small copy (1,060 parameters) matches central differences on
         "mia has a red ball." (error below 1e-7), and on IDs where tokens repeat along a
-        random direction through each tensor, with gains and biases away from 1 and 0."""
+        random direction through each tensor, with tiny()'s parameters (attention not uniform)."""
         report = trace_block.small_copy_check(96, tuple(ball()))
         self.assertEqual(report["parameters_checked"], 1060)
         if wrong := first_wrong_gradient(report["errors_by_tensor"], TOLERANCE):

@@ -1,14 +1,7 @@
-"""The lab's own tests, beyond the lesson's twelve (test_model.py), one module per thing:
+"""The lab's own tests, beyond the lesson's twelve (test_model.py), one module per thing under
+test: README.md here says what each proves. Run them all, with the twelve, from the lab's folder:
 
-    test_math.py        the model's math: exact sums, large scores, every gradient, refusals
-    test_mistakes.py    learner mistakes planted in a scratch copy of model.py, each caught
-    test_trace.py       trace_block.py: the recorded trace, its command line, the pictures
-    test_tokenizer.py   bpe.py: training, encoding, tokenizer.json
-    test_files.py       faults: damaged or missing files, writes that fail, a closed output
-    test_readme.py      what the README says and shows
-    test_torch.py       the model against PyTorch (skipped where PyTorch is not installed)
-
-Run them all, with the twelve, from the lab's folder: python3 -m unittest
+    python3 -m unittest
 """
 import contextlib
 import functools

