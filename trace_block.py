@@ -584,7 +584,7 @@ def check_gradients_fit(grads, numeric):
     if not isinstance(grads, dict) or not isinstance(numeric, dict):
         raise TypeError(f"the gradients must be dicts, as backward() returns, not {grads!r:.40}")
     for name, t in numeric.items():
-        found = model.shape(grads[name]) if name in grads else "missing"
+        found = model.dims(grads.get(name), "backward()", f"its gradient of {name}", numbers=True)
         if found != model.shape(t):
             raise ValueError(f"backward()'s gradient of {name} is {found}: it must have the "
                              f"shape of {name}, {model.shape(t)}")

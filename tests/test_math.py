@@ -1,7 +1,6 @@
 """The model's math beyond the lesson's twelve: every sum rounded once, scores too large for
 exp, every parameter's gradient at full size, the speed section's fast lines against the plain
-ones they replace, the numbers of tests/steps.json bit for bit, and the refusals of bad input.
-"""
+ones they replace, the numbers of tests/steps.json bit for bit, and the refusals of bad input."""
 import doctest
 import json
 import math
@@ -311,8 +310,7 @@ class Refusals(unittest.TestCase):
         d_logits = model.loss_and_dlogits(logits, [2, 3, 4])[1]
 
         def changed_in_place(name):     # the cache keeps a copy of p's numbers, not p's rows
-            q = tiny()
-            cache_q = model.forward(q, [1, 2, 3])[1]
+            cache_q = model.forward(q := tiny(), [1, 2, 3])[1]
             (q[name][0] if isinstance(q[name][0], list) else q[name])[0] += 1.0
             model.backward(q, cache_q, d_logits)
 
@@ -417,7 +415,7 @@ class Refusals(unittest.TestCase):
                 "of d_weights has length 1, not 2, as in weights"), ([[]], [[]], "weights is empty"))]])
 
     def test_sizes_and_list_helpers(self):
-        ragged, I2 = [[1.0, 2.0], [3.0]], [[1.0, 0.0], [0.0, 1.0]]
+        ragged, I2, (p, x, y) = [[1.0, 2.0], [3.0]], [[1.0, 0.0], [0.0, 1.0]], (tiny(), [1], [2])
         self.assert_refused([
             *[(f"sizes {args}", lambda args=args: model.init_params(*args, seed=3), ValueError,
                "must be an int of at least 1") for args in ((96, 0, 64, 64), (0, 16, 64, 64))],
@@ -448,4 +446,9 @@ class Refusals(unittest.TestCase):
             ("linear_backward: 2 rows of d_y, 1 of x", lambda: model.linear_backward(
                 [[1.0, 2.0]] * 2, [[3.0]], [[4.0, 5.0]]), ValueError, r"d_y has shape \(2, 2\)"),
             *[(f"shape of {v!r}", lambda v=v: model.shape(v), TypeError, "shape") for v in
-              (1.5, [[[1.0]]], [1.0, [2.0]], "ab")]])
+              (1.5, [[[1.0]]], [1.0, [2.0]], "ab")],
+            *[(f"trace_block: {why}", call, ValueError, why) for why, call in (
+                ("config must have exactly", lambda: trace_block.build(tokenizer(), {"d": 4})),
+                ("step must be a positive", lambda: trace_block.numeric_gradients(p, x, y, step=0)),
+                ("names must be a list", lambda: trace_block.numeric_gradients(p, x, y, names=5)),
+                ("lengths must be ints from 1 to 64", lambda: trace_block.time_steps((65,))))]])

@@ -1,14 +1,14 @@
-"""Learner mistakes, each planted in a scratch copy of model.py (model.py itself is never
-edited), and the failure that names it.
+"""Learner mistakes, each planted in a scratch copy of model.py (model.py itself is never edited),
+and the failure that names it.
 
 A mistake in the math that the lesson's twelve cover must make test_model.where_it_departs,
-which test 1 prints, name the function and step where it is; a mistake that forward refuses
-must be refused with a message that says why; one that the recorded trace cannot see (its
-figures are those of gains of 1 and biases of 0) must be named by the lesson's test that
-catches it. Mistakes no lesson claim covers (softmax's shift
-against overflow, sums not rounded once, refusing a sequence it can take) must fail the test of
-this lab's own that holds that claim. If model.py no longer holds the line a mistake edits, the
-test fails and says which line it looked for: it never passes or skips in silence.
+which test 1 prints, name the function and step where it is; a mistake that forward refuses must
+be refused with a message that says why; one that the recorded trace cannot see (its figures are
+those of gains of 1, biases of 0 and nearly uniform attention) must be named by the lesson's
+test that catches it. Mistakes no lesson claim covers (softmax's shift against overflow, sums
+not rounded once, refusing a sequence it can take) must fail the test of this lab's own that
+holds that claim. If model.py no longer holds the line a mistake edits, the test fails and says
+which line it looked for: it never passes or skips in silence.
 """
 import ast
 import io
@@ -140,12 +140,15 @@ NAMED_BY_THE_TWELVE = [
         "[list(c) for c in zip(*[[rng.gauss(0.0, 0.02) for _ in range(rows)]\n"
         "                                  for _ in range(cols[0])])]")],
      "init_params draws other numbers")]
-LARGE = [(math_tests.LargeScoreTests, "test_attention_with_scores_in_the_thousands"),
-         (math_tests.LargeScoreTests,
-          "test_loss_with_scores_in_the_thousands_and_near_the_largest_float")]
+LARGE = [(math_tests.LargeScoreTests, name) for name in (
+    "test_attention_with_scores_in_the_thousands",
+    "test_loss_with_scores_in_the_thousands_and_near_the_largest_float")]
 # (the mistake, its edits, the lesson's test whose own message names it, the words it holds):
-# mistakes that test 1 cannot see, the recorded trace's figures being those of gains of 1
+# mistakes test 1 cannot see, the recorded trace's figures being those of a model at its start
 NAMED_BY_ONE_TEST = [
+    ("softmax_backward's average not weighted", [("average = fsum(map(mul, w, d_w))",
+                                                  "average = fsum(d_w) / len(d_w)")],
+     (test_model.Mechanism, "test_gradients_match_finite_differences"), "softmax_backward"),
     ("the bias added before the gain", [("xhat_j * g_j + b_j for", "(xhat_j + b_j) * g_j for")],
      (test_model.Mechanism, "test_layernorm_centers_and_scales_each_row"),
      "the bias added after the gain"),
