@@ -255,7 +255,8 @@ class GradientTests(unittest.TestCase):
         for name, t in p.items():
             with self.subTest(name=name):
                 tuples = {**p, name: [tuple(r) for r in t] if isinstance(t[0], list) else tuple(t)}
-                self.assertEqual(gradient_steps(model, tuples, REPEATED), lists)
+                got = gradient_steps(model, tuples, REPEATED)     # (a diff of all: minutes)
+                self.assertEqual([name for name in lists if got[name] != lists[name]], [])
 
     def test_sequence_loss_is_forward_then_the_loss(self):
         p, ids = series(), ball()

@@ -176,7 +176,6 @@ class TheLabsTokenizerTests(unittest.TestCase):
     def test_load_refuses_a_file_that_is_not_a_tokenizer(self):
         data = json.loads((LAB / "tokenizer.json").read_text(encoding="utf-8"))
         vocab, merges, last = data["vocab"], data["merges"], tokenizer().vocab[-1]
-        A = tokenizer().alphabet_size
         rows = [
             *[(f"not JSON: {text!r}", text, "is not plain JSON") for text in ("", "vocab: 96")],
             ("nested too deep", "[" * 100_000, "nested too deep"),
@@ -195,7 +194,7 @@ class TheLabsTokenizerTests(unittest.TestCase):
             ("a merge part not in vocab", {**data, "merges": [["Q", "t"]] + merges[1:]},
              r"merge 0 \['Q', 't'\] must make token \d+ from two tokens made before it"),
             ("the first two merges swapped", {**data, "merges": [merges[1], merges[0]] + merges[2:]},
-             f"merge 0 .* must make token {A} from two tokens made before it"),
+             f"merge 0 .* must make token {tokenizer().alphabet_size} from two tokens made"),
             *[(f"vocab ids with {case}", {**data, "vocab": bad}, "'vocab' must be each token's id")
               for case, bad in (("a gap", {**vocab, last: 96}), ("an id twice", {**vocab, last: 94}),
                                 ("a string", {**vocab, last: "95"}))],
