@@ -266,17 +266,17 @@ class GradientTests(unittest.TestCase):
                              model.loss_and_dlogits(logits, ids[1:])[0])
 
     def test_the_speed_section_gives_what_the_plain_lines_give(self):
-        """matmul_skipping_zeros against matmul's plain line (zeros in either factor, tuple rows,
-        inf or nan met by a zero) and linear_relu_backward against backward's two, bit for bit."""
-        rng = random.Random(5)
-        a = [[rng.choice([0.0, rng.gauss(0, 1)]) for _ in range(6)] for _ in range(5)] + [[0.0] * 6]
+        """Bit for bit: matmul_skipping_zeros against matmul's plain line (zeros first, last or amid
+        a row of either factor; tuples; inf, nan met by 0), linear_relu_backward against its two."""
+        rng = random.Random(17)
+        a = [[0.0] * i + [rng.choice([0.0, rng.random()]) for _ in range(6 - i)] for i in range(7)]
         b = [[rng.gauss(0, 1) for _ in range(3)] for _ in range(6)]
         for x, y in ((a, b), ([tuple(r) for r in a], b), (a, [[math.inf, math.nan, 1.0]] + b[1:])):
             for left, right in ((x, y), (model.transpose(y), model.transpose(x))):
                 plain = [[math.fsum(map(float.__mul__, row, col)) for col in zip(*right)]
                          for row in left]             # exact() knows no nan or inf
                 self.assertEqual(repr(model.matmul_skipping_zeros(left, right)), repr(plain))
-        d_m, W2 = [[rng.gauss(0, 1) for _ in range(3)] for _ in range(6)], b
+        d_m, W2 = [[rng.gauss(0, 1) for _ in range(3)] for _ in range(7)], b
         d_act, d_W2, d_b2 = model.linear_backward(d_m, a, W2)
         d_pre = [[d if z > 0.0 else 0.0 for d, z in zip(row, a_row)] for row, a_row in zip(d_act, a)]
         self.assertEqual(model.linear_relu_backward(d_m, a, W2), (d_pre, d_W2, d_b2))
