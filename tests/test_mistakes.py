@@ -64,6 +64,7 @@ def planted(*edits):
 
 def first_failure(module, tests):
     """The message of the first of tests (TestCase, name) to fail with module as model.py."""
+    trace_block.small_copy_check(96, tuple(test_model.ball()))  # cached first: model.py's own
     result = unittest.TestResult()
     with mock.patch.object(math_tests, "model", module), \
             mock.patch.object(test_model, "model", module), \
@@ -183,12 +184,11 @@ CAUGHT_BY_THE_LAB = [
 def fsum_calls():
     """The offsets of model.py's calls of math.fsum, in its math and speed sections."""
     end = MODEL_SOURCE.index("################ Input checks")
-    lines = MODEL_SOURCE.splitlines(keepends=True)
     tokens = list(tokenize.generate_tokens(io.StringIO(MODEL_SOURCE).readline))
-    return [sum(map(len, lines[:name.start[0] - 1])) + name.start[1]
+    return [sum(map(len, LINES[:name.start[0] - 1])) + name.start[1]
             for name, after in zip(tokens, tokens[1:])
             if name.string == "fsum" and after.string == "("
-            and sum(map(len, lines[:name.start[0] - 1])) < end]
+            and sum(map(len, LINES[:name.start[0] - 1])) < end]
 
 
 def sum_left_to_right(terms):
