@@ -6,7 +6,6 @@ test: README.md here says what each proves. Run them all, with the twelve, from 
 import contextlib
 import functools
 import io
-import shutil
 import tempfile
 from pathlib import Path
 from unittest import mock
@@ -30,8 +29,7 @@ def run_main(main, *args):
 
 @functools.lru_cache(maxsize=None)
 def shown():
-    """What python3 trace_block.py --show prints, made once per run: test_trace and
-    test_readme both read it (the pictures cost a dozen forward passes)."""
+    """What trace_block.py --show prints, made once per run (a dozen forward passes) for two."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         trace_block.show()
@@ -56,15 +54,3 @@ def lab_copy(**changed):
                 mock.patch.multiple(bpe, CORPUS_PATH=str(folder / "corpus.txt"),
                                     TOKENIZER_PATH=str(folder / "tokenizer.json")):
             yield folder
-
-
-def scratch_copy(folder, edits=()):
-    """The lab's files copied into folder, each edit (file, old, new) made once in its copy."""
-    for name in ("model.py", "trace_block.py", "bpe.py", "test_model.py", "tokenizer.json",
-                 "corpus.txt", "block-trace.json", "README.md"):
-        shutil.copy(LAB / name, Path(folder) / name)
-    shutil.copytree(LAB / "tests", Path(folder) / "tests", dirs_exist_ok=True)
-    for name, old, new in edits:
-        text = (Path(folder) / name).read_text(encoding="utf-8")
-        assert text.count(old) == 1, f"{name} no longer holds, exactly once: {old!r}"
-        (Path(folder) / name).write_text(text.replace(old, new), encoding="utf-8")

@@ -20,8 +20,7 @@ TOKENIZER = (LAB / "tokenizer.json").read_bytes()
 
 
 class FailingOutput(io.RawIOBase):
-    """A standard output whose every write fails with OSError(number, why): a closed pipe
-    (32), a full disk (28)."""
+    """A standard output whose writes fail with OSError(number, why): 32 a closed pipe, 28 full."""
 
     def __init__(self, number, why):
         super().__init__()

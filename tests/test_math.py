@@ -224,11 +224,11 @@ class GradientTests(unittest.TestCase):
         x, y = ids[:-1], ids[1:]
         pre = model.forward(p, x)[1]["pre"][0][0]
         p["b1"][0] -= pre - 1e-9            # hidden unit 0 at position 0, a hair above its kink
-        numeric, kinks = trace_block.numeric_gradients(p, x, y, names=["b1"])
-        self.assertIn(("b1", 0), kinks)
+        numeric, kinks = trace_block.numeric_gradients(p, x, y, names=["b1", "W1"])  # W1[j][0] feed it
+        self.assertEqual(kinks, [("W1", 0, 0), ("W1", 1, 0), ("W1", 2, 0), ("W1", 3, 0), ("b1", 0)])
         grads = trace_block.backward_gradients(p, x, y)
         report = trace_block.compare_gradients(grads, numeric, kinks)
-        self.assertEqual((report["parameters_checked"], report["kinks"]), (8 - len(kinks), kinks))
+        self.assertEqual((report["parameters_checked"], report["kinks"]), (40 - 5, kinks))
         self.assertLess(report["max_abs_error"], TOLERANCE)
         # counted anyway (as gradient_error does), the kink's slope is not its derivative
         self.assertGreater(trace_block.compare_gradients(grads, numeric)["max_abs_error"], 1e-5)
@@ -297,8 +297,7 @@ class GradientTests(unittest.TestCase):
 
 
 class Refusals(unittest.TestCase):
-    """Bad input gets a ValueError or TypeError that says what is wrong: per function, a table
-    of (case, call, exception, message)."""
+    """Bad input gets a ValueError or TypeError saying what is wrong: (case, call, type, words)."""
 
     def assert_refused(self, table):
         for case, call, exception, message in table:
@@ -311,9 +310,9 @@ class Refusals(unittest.TestCase):
         d_logits = model.loss_and_dlogits(logits, [2, 3, 4])[1]
 
         def changed_in_place(name):     # the cache keeps a copy of p's numbers, not p's rows
-            cache_q = model.forward(q := tiny(), [1, 2, 3])[1]
+            cache_q = model.forward(q := model.init_params(96, 1, 1, 1, 3), [1])[1]   # small
             (q[name][0] if isinstance(q[name][0], list) else q[name])[0] += 1.0
-            model.backward(q, cache_q, d_logits)
+            model.backward(q, cache_q, d_logits[:1])
 
         self.assert_refused([
             ("five offenders named", lambda: model.forward(p, list(range(96, 103))), ValueError,

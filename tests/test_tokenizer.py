@@ -1,5 +1,4 @@
-"""bpe.py: the BPE steps, the two training loops side by side, encoding and decoding, and the
-lab's corpus.txt and tokenizer.json."""
+"""bpe.py: the BPE steps, both training loops, encoding and decoding, corpus.txt, tokenizer.json."""
 import doctest
 import importlib.util
 import json
@@ -185,7 +184,7 @@ class TheLabsTokenizerTests(unittest.TestCase):
             ("NaN", '{"version": NaN}', "not a number"),
             ("a list", [], "expected an object of the fields"),
             *[(f"{field} missing", {k: v for k, v in data.items() if k != field}, "fields")
-              for field in bpe.FIELDS],
+              for field in bpe.FIELDS], ("a field more", {**data, "vocab_size": 96}, "fields"),
             ("version 2", {**data, "version": 2}, "field 'version' must be 1, not 2"),
             ("version a bool", {**data, "version": True}, "field 'version' must be 1, not True"),
             ("a pattern with a group", {**data, "pattern": "( ?\\w+)"}, "a capturing group"),
@@ -197,7 +196,8 @@ class TheLabsTokenizerTests(unittest.TestCase):
              f"merge 0 .* must make token {tokenizer().alphabet_size} from two tokens made"),
             *[(f"vocab ids with {case}", {**data, "vocab": bad}, "'vocab' must be each token's id")
               for case, bad in (("a gap", {**vocab, last: 96}), ("an id twice", {**vocab, last: 94}),
-                                ("a string", {**vocab, last: "95"}))],
+                                ("a string", {**vocab, last: "95"}),
+                                ("True for 1", {**vocab, tokenizer().vocab[1]: True}))],
             ("a merge of three parts", {**data, "merges": [merges[0] + [""]] + merges[1:]},
              "merge 0 is .*: tokens are non-empty strings, merges")]
         with tempfile.TemporaryDirectory() as tmp:
@@ -224,7 +224,8 @@ class TheLabsTokenizerTests(unittest.TestCase):
                 ("a size of True", lambda: bpe.Tokenizer.train("abc", True), TypeError, "an int"),
                 ("encode 'Mia'", lambda: tok.encode("Mia"), ValueError, "'M' at position 0"),
                 ("encode bytes", lambda: tok.encode(b"mia"), TypeError, "encode takes a str"),
-                ("decode 96", lambda: tok.decode([0, 96]), ValueError, "outside the vocabulary"),
+                *[(f"decode {i}", lambda i=i: tok.decode([0, i]), ValueError, "outside the vocabulary")
+                  for i in (96, -1)],
                 ("decode True", lambda: tok.decode([True]), TypeError, "int token ids"),
                 ("a Tokenizer of a str", lambda: bpe.Tokenizer("abc", []), TypeError, "must be lists")):
             with self.subTest(case=case), self.assertRaisesRegex(exception, message):

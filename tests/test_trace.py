@@ -31,8 +31,7 @@ def recorded():
 
 
 def the_recorded_trace():
-    """trace() answered from block-trace.json, for the tests of the command line that are not
-    about the figures (test_recorded_trace holds the file to the code)."""
+    """trace() answered from block-trace.json, for the command-line tests not about figures."""
     return mock.patch.object(trace_block, "trace", lambda tok=None, story=None: recorded())
 
 
