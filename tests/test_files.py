@@ -54,6 +54,7 @@ class FileTests(unittest.TestCase):
             ({"tokenizer_json": None}, trace_block.main, ["--write"],
              ["tokenizer.json: no such file", "python3 bpe.py --write"]),
             ({"corpus_txt": b""}, trace_block.main, [], ["corpus.txt is empty"]),
+            ({"corpus_txt": FIRST}, bpe.main, ["--write"], ["line 1 does not end with a newline"]),
             ({"corpus_txt": b"mia \xe9\n"}, bpe.main, [], ["corpus.txt is not UTF-8 text"]),
             ({"corpus_txt": CORPUS.replace(b"\n", b"\r\n")}, bpe.main, ["--check"],
              ["corpus.txt line 1 ends with \\r\\n"]),

@@ -223,8 +223,8 @@ class GradientTests(unittest.TestCase):
         p, ids = tiny(), ball()
         x, y = ids[:-1], ids[1:]
         pre = model.forward(p, x)[1]["pre"][0][0]
-        p["b1"][0] -= pre - 1e-9            # hidden unit 0 at position 0, a hair above its kink
-        numeric, kinks = trace_block.numeric_gradients(p, x, y, names=["b1", "W1"])  # W1[j][0] feed it
+        p["b1"][0] -= pre - 1e-9        # unit 0 at position 0 just above its kink: b1[0], W1[j][0]
+        numeric, kinks = trace_block.numeric_gradients(p, x, y, names=["b1", "W1"])
         self.assertEqual(kinks, [("W1", 0, 0), ("W1", 1, 0), ("W1", 2, 0), ("W1", 3, 0), ("b1", 0)])
         grads = trace_block.backward_gradients(p, x, y)
         report = trace_block.compare_gradients(grads, numeric, kinks)
@@ -451,4 +451,5 @@ class Refusals(unittest.TestCase):
                 ("config must have exactly", lambda: trace_block.build(tokenizer(), {"d": 4})),
                 ("step must be a positive", lambda: trace_block.numeric_gradients(p, x, y, step=0)),
                 ("names must be a list", lambda: trace_block.numeric_gradients(p, x, y, names=5)),
-                ("lengths must be ints from 1 to 64", lambda: trace_block.time_steps((65,))))]])
+                *[("lengths must be ints from 1 to 64", lambda T=T: trace_block.time_steps((T,)))
+                  for T in (0, 65)])]])
