@@ -47,10 +47,12 @@ def load_tests(loader, tests, pattern):
 
 class TrainingTests(unittest.TestCase):
 
-    def test_the_textbook_example_aaabdaaabac(self):
+    def test_the_textbook_example_aaabdaaabac_and_a_pattern_and_size_of_one_s_own(self):
         tok = bpe.Tokenizer.train("aaabdaaabac", 7)
         self.assertEqual(tok.vocab, ["a", "b", "c", "d", "aa", "ab", "aaab"])
         self.assertEqual(tok.encode("aaabdaaabac"), [6, 3, 6, 0, 2])
+        self.assertEqual(bpe.Tokenizer.train("ab ab", 4, r"\S+|\s").pattern, r"\S+|\s")
+        self.assertEqual(bpe.Tokenizer.train("abc", 3).vocab, ["a", "b", "c"])   # no merge at all
 
     def test_a_tie_goes_to_the_pair_with_the_smallest_left_then_right_id(self):
         for text, size, merges, counts in (
