@@ -82,7 +82,7 @@ class CommandLineTests(unittest.TestCase):
     def test_a_plain_run_shows_the_figures_and_whether_the_file_holds_them(self):
         code, out, _ = run_main(trace_block.main)
         self.assertEqual(code, 0)
-        self.assertIn("initial loss          4.5805, against ln 96 = 4.5643", out)
+        self.assertIn("the last position: 0.0 without position embeddings, 0.001282 with them", out)
         self.assertIn("largest error 0.0000000", out)
         self.assertTrue(out.endswith("block-trace.json is up to date.\n"))
         stale = recorded()
