@@ -256,7 +256,7 @@ class GradientTests(unittest.TestCase):
             with self.subTest(name=name):
                 tuples = {**p, name: [tuple(r) for r in t] if isinstance(t[0], list) else tuple(t)}
                 got = gradient_steps(model, tuples, REPEATED)     # (a diff of all: minutes)
-                self.assertEqual([name for name in lists if got[name] != lists[name]], [])
+                self.assertEqual([n for n in lists if got[n] != lists[n]], [])
 
     def test_sequence_loss_is_forward_then_the_loss(self):
         p, ids = series(), ball()
