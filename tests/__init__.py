@@ -38,9 +38,8 @@ def shown():
 
 @contextlib.contextmanager
 def lab_copy(**changed):
-    """The lab's data files copied to a temporary folder, with both command lines pointed at
-    it; changed maps a file's name (dots and dashes as underscores) to the bytes it holds
-    instead, or to None for a missing file. Yields the folder."""
+    """The lab's data files in a temporary folder (yielded), both command lines pointed at it;
+    changed maps a file's name (. and - as _) to the bytes it holds instead, None: missing."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for name in ("tokenizer.json", "corpus.txt", "block-trace.json"):

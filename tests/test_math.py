@@ -220,7 +220,7 @@ class GradientTests(unittest.TestCase):
             self.assertEqual(len(logits), T)
 
     def test_a_nudge_across_a_relu_kink_is_reported_not_failed(self):
-        p, ids = tiny(), ball()
+        p, ids = tiny(), ball()[:3]
         x, y = ids[:-1], ids[1:]
         pre = model.forward(p, x)[1]["pre"][0][0]
         p["b1"][0] -= pre - 1e-9        # unit 0 at position 0 just above its kink: b1[0], W1[j][0]
@@ -452,4 +452,7 @@ class Refusals(unittest.TestCase):
                 ("step must be a positive", lambda: trace_block.numeric_gradients(p, x, y, step=0)),
                 ("names must be a list", lambda: trace_block.numeric_gradients(p, x, y, names=5)),
                 *[("lengths must be ints from 1 to 64", lambda T=T: trace_block.time_steps((T,)))
-                  for T in (0, 65)])]])
+                  for T in (0, 65)])],
+            *[(f"trace_block: {why}", call, TypeError, why) for why, call in (
+                ("expected a tokenizer", lambda: trace_block.build("bpe", trace_block.TINY)),
+                ("the gradients must be dicts", lambda: trace_block.compare_gradients([], {})))]])
