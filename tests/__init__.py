@@ -29,7 +29,7 @@ def run_main(main, *args):
 
 @functools.lru_cache(maxsize=None)
 def shown():
-    """What trace_block.py --show prints, made once per run (a dozen forward passes) for two."""
+    """What trace_block.py --show prints, made once per run (a dozen forward passes), shared."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         trace_block.show()
