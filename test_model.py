@@ -1,7 +1,6 @@
-"""The lesson's twelve tests, in its three classes and order: Recorded (1), Mechanism (2-6)
-and FailureCases (7-12). Run: python3 -m unittest -v test_model.py. When the recorded
-figures move, test 1 also says where the computation first departs from tests/steps.json:
-init_params' numbers, else the first of forward's steps, else of the gradients, that moved."""
+"""The lesson's twelve tests, in its three classes and order: Recorded (1), Mechanism (2-6),
+FailureCases (7-12). Run: python3 -m unittest -v test_model.py. When figures move, test 1 also
+says where the computation first departs from tests/steps.json (where_it_departs, below)."""
 import json
 import math
 import random
@@ -15,6 +14,7 @@ import trace_block
 from trace_block import SERIES, TINY, last_logits_gap, position_gaps
 
 STEPS = Path(__file__).resolve().parent / "tests" / "steps.json"   # see where_it_departs
+recorded_steps = lru_cache(lambda: json.loads(STEPS.read_text(encoding="utf-8")))   # read once
 TOLERANCE = 1e-7            # the gradient check's bound on |central difference - backward()|
 # Fixed token IDs with repeats (7 and 89), eight to read: the small copy's every position.
 REPEATED = [7, 89, 46, 7, 85, 30, 89, 53, 4]
@@ -109,8 +109,8 @@ def moved(now, then, where=""):
     if isinstance(then, list):
         if not isinstance(now, (list, tuple)) or len(now) != len(then):
             return f"{where} had {len(then)} entries, has {len(now) if now else now!r}"
-        return next(filter(None, (moved(u, v, f"{where}[{n}]")
-                                  for n, (u, v) in enumerate(zip(now, then)))), None)
+        return None if now == then else next(filter(None, (     # equal: no entry to look at
+            moved(u, v, f"{where}[{n}]") for n, (u, v) in enumerate(zip(now, then)))), None)
     if then is None or now is None or math.isclose(now, then, rel_tol=1e-9, abs_tol=1e-12):
         return None if (then is None) == (now is None) else f"{where} was {then}, is {now}"
     return f"{where} was {then!r}, is now {now!r}"
@@ -158,8 +158,8 @@ def first_wrong_gradient(errors, bound):
 
 
 def where_it_departs(module=model):
-    """Where the computation first departs (see the top of this file), in words."""
-    recorded = json.loads(STEPS.read_text(encoding="utf-8"))
+    """The first that moved of init_params' numbers, forward's steps, the gradients, in words."""
+    recorded = recorded_steps()
     drawn = module.init_params(96, **TINY)
     for name, values in recorded["init"].items():
         if change := moved(drawn.get(name), values, name):

@@ -166,9 +166,8 @@ class LargeScoreTests(unittest.TestCase):
 
     def test_attention_with_scores_in_the_thousands(self):
         big = [[200.0 * v for v in row] for row in I4]
-        _, cache = model.attention_forward({"Wq": big, "Wk": big, "Wv": I4, "Wo": I4},
-                                           [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0],
-                                            [0.5, 0.0, 0.0, 0.5]])       # scores up to 20000
+        x = [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.5]]  # scores up to 20000
+        _, cache = model.attention_forward({"Wq": big, "Wk": big, "Wv": I4, "Wo": I4}, x)
         self.assertGreater(max(map(max, cache["scores"])), 1000.0)
         for row, w in zip(cache["scores"], cache["weights"]):
             e = [math.exp(z - max(row)) for z in row]

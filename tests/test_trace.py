@@ -14,11 +14,13 @@ from test_model import series, tokenizer
 from tests import LAB, lab_copy, run_main, shown
 from tests.test_mistakes import MASK, planted
 
-# `python3 trace_block.py --show`, run as learners run it, in a process of its own: started
-# when this module is loaded, so that it goes on while other tests run.
+# `python3 trace_block.py --show`, run as learners run it, and the maintainers' tools' --help,
+# each in a process of its own: started when this module is loaded, to go on while tests run.
 SHOW = subprocess.Popen([sys.executable, "trace_block.py", "--show"], cwd=LAB,
                         env=dict(os.environ, PYTHONIOENCODING="utf-8", PYTHONDONTWRITEBYTECODE="1"),
                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+HELP = [subprocess.Popen([sys.executable, LAB / "tools" / tool, "--help"], stdout=subprocess.PIPE,
+                         text=True) for tool in ("break_it.py", "record_steps.py")]
 
 
 def load_tests(loader, tests, pattern):
@@ -147,9 +149,8 @@ class CommandLineTests(unittest.TestCase):
                 self.assertEqual(run_main(trace_block.main, wrong)[0], 2)
 
     def test_the_maintainers_tools_answer_help_with_usage_and_run_nothing(self):
-        for tool in ("break_it.py", "record_steps.py"):     # record_steps would write steps.json
-            out = subprocess.run([sys.executable, LAB / "tools" / tool, "--help"],
-                                 capture_output=True, text=True).stdout
+        for run in HELP:                # record_steps.py, run, would write steps.json
+            out = run.communicate(timeout=120)[0]
             self.assertTrue(out.startswith("usage: ") and "wrote" not in out, out[:200])
 
 
