@@ -177,7 +177,8 @@ class TheLabsTokenizerTests(unittest.TestCase):
     def test_load_refuses_a_file_that_is_not_a_tokenizer(self):
         data = json.loads((LAB / "tokenizer.json").read_text(encoding="utf-8"))
         vocab, merges, last = data["vocab"], data["merges"], tokenizer().vocab[-1]
-        rows = [*[(f"not JSON: {text!r}", text, "is not plain JSON") for text in ("", "vocab: 96")],
+        rows = [
+            *[(f"not JSON: {text!r}", text, "is not plain JSON") for text in ("", "vocab: 96")],
             ("nested too deep", "[" * 100_000, "nested too deep"),
             ("a key twice", '{"version": 1, "version": 1}', "'version' appears twice"),
             ("a number of 5,000 digits", '{"version": ' + "1" * 5000 + "}", "too long"),

@@ -89,8 +89,7 @@ class CommandLineTests(unittest.TestCase):
         self.assertTrue(out.endswith("block-trace.json is up to date.\n"))
         stale = recorded()
         stale["initial_loss"] = 4.0
-        with lab_copy(block_trace_json=trace_block.to_json(stale).encode()), \
-                the_recorded_trace():
+        with lab_copy(block_trace_json=trace_block.to_json(stale).encode()), the_recorded_trace():
             self.assertIn("holds other figures: run python3 trace_block.py --check",
                           run_main(trace_block.main)[1])
 
@@ -149,7 +148,7 @@ class CommandLineTests(unittest.TestCase):
                 self.assertEqual(run_main(trace_block.main, wrong)[0], 2)
 
     def test_the_maintainers_tools_answer_help_with_usage_and_run_nothing(self):
-        for run in HELP:                # record_steps.py, run, would write steps.json
+        for run in HELP:                # run for real, record_steps.py would write steps.json
             out = run.communicate(timeout=120)[0]
             self.assertTrue(out.startswith("usage: ") and "wrote" not in out, out[:200])
 
