@@ -14,7 +14,7 @@ import trace_block
 from trace_block import SERIES, TINY, last_logits_gap, position_gaps
 
 STEPS = Path(__file__).resolve().parent / "tests" / "steps.json"   # see where_it_departs
-recorded_steps = lru_cache(lambda: json.loads(STEPS.read_text(encoding="utf-8")))   # read once
+read_steps = lru_cache(lambda: json.loads(STEPS.read_text(encoding="utf-8")))   # read once
 TOLERANCE = 1e-7            # the gradient check's bound on |central difference - backward()|
 # Fixed token IDs with repeats (7 and 89), eight to read: the small copy's every position.
 REPEATED = [7, 89, 46, 7, 85, 30, 89, 53, 4]
@@ -159,7 +159,7 @@ def first_wrong_gradient(errors, bound):
 
 def where_it_departs(module=model):
     """The first that moved of init_params' numbers, forward's steps, the gradients, in words."""
-    recorded = recorded_steps()
+    recorded = read_steps()
     drawn = module.init_params(96, **TINY)
     for name, values in recorded["init"].items():
         if change := moved(drawn.get(name), values, name):
