@@ -121,8 +121,8 @@ NAMED_BY_THE_TWELVE = [
     ("a skip path's gradient forgotten, around attention", [("d_x0 = add(d_x1, d_x0_att)",
                                                              "d_x0 = d_x0_att")],
      "step 2's skip path"),
-    ("a position looked up by the token", [('add(x0, p["pos_emb"][:len(ids)])', 'add(x0, [p["pos_emb"]'
-                                            '[i % len(p["pos_emb"])] for i in ids])')],
+    ("a position looked up by the token", [('p["pos_emb"][:len(ids)]',
+                                            '[p["pos_emb"][i % len(p["pos_emb"])] for i in ids]')],
      "forward step 1: the embeddings"),
     ("position gradients in the wrong rows", [('grads["pos_emb"][:len(ids)] = d_x0',
                                                'grads["pos_emb"][1:len(ids) + 1] = d_x0')],
