@@ -18,8 +18,7 @@ import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CORPUS_PATH = os.path.join(HERE, "corpus.txt")
-TOKENIZER_PATH = os.path.join(HERE, "tokenizer.json")
+CORPUS_PATH, TOKENIZER_PATH = os.path.join(HERE, "corpus.txt"), os.path.join(HERE, "tokenizer.json")
 VOCAB_SIZE = 96          # the lab's vocabulary size V; the model's parameter count depends on it
 FIELDS = {"version": "1", "pattern": "a str", "vocab": "each token's id, 0..n-1, each once",
           "merges": "a list of [left, right] pairs"}         # what tokenizer.json holds
@@ -155,7 +154,8 @@ class Tokenizer:
                            key=lambda p: self._merged.get(p, len(self.vocab)))
                 if pair not in self._merged:
                     break
-                chunk_ids = merge(chunk_ids, pair, self._merged[pair])
+                before, chunk_ids = chunk_ids, merge(chunk_ids, pair, self._merged[pair])
+                assert len(chunk_ids) < len(before), f"merge{before, pair} gave {chunk_ids}"
             ids.extend(chunk_ids)
         return ids
 

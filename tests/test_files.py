@@ -19,15 +19,12 @@ FIRST = CORPUS[:CORPUS.index(b"\n")]
 TOKENIZER = (LAB / "tokenizer.json").read_bytes()
 
 
-class FailingOutput(io.RawIOBase):
+class FailingOutput(io.BytesIO):
     """A standard output whose writes fail with OSError(number, why): 32 a closed pipe, 28 full."""
 
     def __init__(self, number, why):
         super().__init__()
         self.error = (number, why)
-
-    def writable(self):
-        return True
 
     def write(self, data):
         raise (BrokenPipeError if self.error[0] == 32 else OSError)(*self.error)

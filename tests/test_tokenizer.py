@@ -8,6 +8,7 @@ import sys
 import tempfile
 import unittest
 from pathlib import Path
+from unittest import mock
 
 import bpe
 from test_model import tokenizer
@@ -226,6 +227,8 @@ class TheLabsTokenizerTests(unittest.TestCase):
                 ("a size of True", lambda: bpe.Tokenizer.train("abc", True), TypeError, "an int"),
                 ("encode 'Mia'", lambda: tok.encode("Mia"), ValueError, "'M' at position 0"),
                 ("encode bytes", lambda: tok.encode(b"mia"), TypeError, "encode takes a str"),
+                ("encode, a merge that shortens nothing", mock.patch.object(bpe, "merge", mock.Mock(
+                    side_effect=[[0, 0]]))(lambda: tok.encode("ow")), AssertionError, "gave"),
                 *[(f"decode {i}", lambda i=i: tok.decode([0, i]), ValueError, "outside the vocabulary")
                   for i in (96, -1)],
                 ("decode True", lambda: tok.decode([True]), TypeError, "int token ids"),
