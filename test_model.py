@@ -68,8 +68,7 @@ FORWARD_STEPS = [
     ("lnf.std lnf.xhat", "layernorm_forward (LNF) step 2: each row's std, and xhat"),
     ("hf", "layernorm_forward (LNF) step 3: gain and bias"),
     ("logits", "forward step 4: the output scores"),
-    ("loss", "loss_and_dlogits: the mean cross-entropy"),
-]
+    ("loss", "loss_and_dlogits: the mean cross-entropy")]
 # The gradients in the order backward() makes them: (names, where they are made, from what).
 BACKWARD_STEPS = [
     ("d_logits", "loss_and_dlogits: (softmax - one-hot) / T"),
@@ -83,8 +82,7 @@ BACKWARD_STEPS = [
     ("Wq Wk", "attention_backward steps 4 to 1: d_weights, softmax_backward, the scores, q, k"),
     ("ln1_g ln1_b", "backward step 2: layernorm_backward (LN1), from attention_backward's d_x"),
     ("pos_emb", "backward step 1: per position, from d_x0 (step 2's skip path: d_x1 + LN1's d_x)"),
-    ("tok_emb", "backward step 1: a row per token, the sum over its positions, from d_x0"),
-]
+    ("tok_emb", "backward step 1: a row per token, the sum over its positions, from d_x0")]
 MADE_IN = {name: where for names, where in FORWARD_STEPS + BACKWARD_STEPS for name in names.split()}
 GRADIENTS = [name for names, _ in BACKWARD_STEPS for name in names.split()]   # backward order
 
@@ -174,7 +172,8 @@ def where_it_departs(module=model):
         if change := moved(grads[name], recorded["gradients"][name], name):
             return (f"Forward is unchanged; the first gradient, in backward order, that moved: "
                     f"{name}, made in {MADE_IN[name]}. {change}")
-    return "Forward and backward are unchanged on the small copy, with positions: look elsewhere."
+    return ("Forward and backward are unchanged on the small copy, with positions: look at what "
+            "trace_block.py works out from them (the finite differences, the position gaps).")
 
 
 ################ 1. The recorded trace
@@ -202,7 +201,8 @@ class Mechanism(unittest.TestCase):
         self.assertEqual(report["parameters_checked"], 1060)
         if wrong := first_wrong_gradient(report["errors_by_tensor"], TOLERANCE):
             self.fail(f"on {trace_block.GRADIENT_SENTENCE!r}, the first gradient in backward "
-                      f"order off its finite differences: {wrong}; worst of all: {report['worst']}")
+                      f"order off its finite differences: {wrong}; worst of all: {report['worst']}"
+                      f".\n{where_it_departs()}")
         self.assertLess(report["max_rel_error"], 1e-5, "the relative error (of entries >= 1e-4)")
         if wrong := first_wrong_gradient(slope_errors(model, tiny(), REPEATED), TOLERANCE):
             self.fail(f"on the IDs {REPEATED}, where tokens 7 and 89 repeat, the first gradient "
