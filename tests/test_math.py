@@ -448,7 +448,8 @@ class Refusals(unittest.TestCase):
               (1.5, [[[1.0]]], [1.0, [2.0]], "ab")],
             *[(f"trace_block: {why}", call, ValueError, why) for why, call in (
                 ("config must have exactly", lambda: trace_block.build(tokenizer(), {"d": 4})),
-                ("step must be a positive", lambda: trace_block.numeric_gradients(p, x, y, step=0)),
+                *[("step must be a positive", lambda s=s: trace_block.numeric_gradients(
+                    p, x, y, step=s)) for s in (0, 1e30)],
                 ("names must be a list", lambda: trace_block.numeric_gradients(p, x, y, names=5)),
                 *[("lengths must be ints from 1 to 64", lambda T=T: trace_block.time_steps((T,)))
                   for T in (0, 65)])],

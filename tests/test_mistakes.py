@@ -165,9 +165,8 @@ NAMED_BY_ONE_TEST = [
 LENGTHS = [(math_tests.GradientTests, "test_forward_takes_every_length_from_1_to_its_positions")]
 # (the mistake, its edits, the tests of this lab's own that must catch it)
 CAUGHT_BY_THE_LAB = [
-    ("attention's softmax shifted by the minimum", [("        top = max(row)\n        e = [",
-                                                     "        top = min(row)\n        e = ["),
-                                                    ], LARGE),
+    ("attention's softmax shifted by the minimum",
+     [("        top = max(row)\n        e = [", "        top = min(row)\n        e = [")], LARGE),
     ("attention's softmax without the shift", [("        e = [exp(z - top) for z in row]\n        "
                                                 "total = fsum(e)\n        weights",
                                                 "        e = [exp(z) for z in row]\n        "
