@@ -117,8 +117,10 @@ def numeric_gradients(p, x, y, step=STEP, names=None):
     entry nudged by +step and -step, the loss recomputed, the slope between the two. Returns
     (numeric, kinks): numeric has p's names and shapes; kinks lists the entries, (name, row,
     column) or (name, index), whose nudge switched a relu on or off, where the quotient is a
-    slope across the kink, not a derivative. Every entry is put back, even if the loss raises."""
+    slope across the kink, not a derivative. A copy of p is nudged: p itself never changes."""
     check_nudging(p, step, names)
+    p = {name: [list(row) for row in t] if isinstance(t[0], (list, tuple)) else list(t)
+         for name, t in p.items()}               # a copy, all lists (tuples too): nudged in place
     numeric, kinks = {}, []
     for name, tensor in ((n, t) for n, t in p.items() if names is None or n in names):
         is_matrix = isinstance(tensor[0], list)
@@ -126,13 +128,11 @@ def numeric_gradients(p, x, y, step=STEP, names=None):
         for r, row in enumerate(tensor if is_matrix else [tensor]):
             slope_row = []
             for c, kept in enumerate(row):
-                try:
-                    row[c] = kept + step
-                    loss_up, relu_up = loss_and_relu_pattern(p, x, y)
-                    row[c] = kept - step
-                    loss_down, relu_down = loss_and_relu_pattern(p, x, y)
-                finally:
-                    row[c] = kept
+                row[c] = kept + step
+                loss_up, relu_up = loss_and_relu_pattern(p, x, y)
+                row[c] = kept - step
+                loss_down, relu_down = loss_and_relu_pattern(p, x, y)
+                row[c] = kept
                 slope_row.append((loss_up - loss_down) / (2 * step))
                 if relu_up != relu_down:
                     kinks.append((name, r, c) if is_matrix else (name, c))
