@@ -87,7 +87,7 @@ def read_plots(path=PLOTS_PATH):
                     kinds[kind] = (steered.split(), others)
             elif line.startswith("== "):
                 name, weight = (line[3:].split() + ["1"])[:2]
-                plots.append((name, int(weight) if weight.isdigit() else 1, []))
+                plots.append((name, min(int(weight), N_STORIES) if weight.isdigit() else 1, []))
             elif not plots:
                 raise ValueError(f"{where}: a sentence before the first '== name' line")
             else:
@@ -100,9 +100,9 @@ def read_plots(path=PLOTS_PATH):
                                      else "an empty way of saying a sentence"))
                 plots[-1][2].append(ways)
     missing = sorted((set(FIELD_KINDS.values()) | {"lead", "callee"}) - set(kinds))
-    if missing or not plots:
-        raise ValueError(f"{os.path.relpath(path)}: " + (f"no word list for {missing}"
-                                                         if missing else "no plots"))
+    if missing or not any(weight for _, weight, _ in plots):     # a weight of 0 leaves a plot out
+        raise ValueError(f"{os.path.relpath(path)}: " + (
+            f"no word list for {missing}" if missing else "no plot of weight 1 or more"))
     return plots, kinds, she
 
 
