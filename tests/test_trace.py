@@ -69,10 +69,10 @@ class TraceTests(unittest.TestCase):
         self.assertEqual(report["kinks"], [], "no nudge should cross a relu kink here")
 
     def test_gradient_error_and_position_gaps_on_stand_ins(self):
-        """The largest absolute error (a nan: the worst), and each gap to 4 places."""
-        with mock.patch.multiple(trace_block, numeric_gradients=lambda *_: ({"b": [1.0, 3.0]}, []),
-                                 backward_gradients=lambda *_: {"b": [1.5, 2.0]},
-                                 exact_gaps=lambda p, tok, use: [0.123456 * use, 0.0]):
+        """The largest absolute error of all tensors (a nan: the worst), each gap to 4 places."""
+        with mock.patch.multiple(trace_block, exact_gaps=lambda p, tok, use: [0.123456 * use, 0.0],
+                                 numeric_gradients=lambda *_: ({"b": [1.0, 3.0], "c": [0.0]}, []),
+                                 backward_gradients=lambda *_: {"b": [1.5, 2.0], "c": [0.25]}):
             self.assertEqual(trace_block.gradient_error(None, [], []), 1.0)
             self.assertEqual(trace_block.position_gaps(None, None, True), [0.1235, 0.0])
         nan = trace_block.compare_gradients({"b": [math.nan, 1.0]}, {"b": [1.0, 1.0]})
