@@ -173,7 +173,7 @@ def where_it_departs(module=model):
             return (f"Forward is unchanged; the first gradient, in backward order, that moved: "
                     f"{name}, made in {MADE_IN[name]}. {change}")
     return ("Forward and backward are unchanged on the small copy, with positions: look at what "
-            "trace_block.py works out from them (the finite differences, the position gaps).")
+            "trace_block.py works out from them (its inputs and targets, the finite differences).")
 
 
 ################ 1. The recorded trace
