@@ -205,8 +205,8 @@ class Mechanism(unittest.TestCase):
                       f".\n{where_it_departs()}")
         self.assertLess(report["max_rel_error"], 1e-5, "the relative error (of entries >= 1e-4)")
         if wrong := first_wrong_gradient(slope_errors(model, tiny(), REPEATED), TOLERANCE):
-            self.fail(f"on the IDs {REPEATED}, where tokens 7 and 89 repeat, the first gradient "
-                      f"in backward order off its finite differences (a random direction): {wrong}"
+            self.fail(f"with tiny()'s gains and biases, on the IDs {REPEATED} (7 and 89 repeat), "
+                      f"the first gradient in backward order off its finite differences: {wrong}"
                       f".\n{where_it_departs()}")
 
     def test_layernorm_centers_and_scales_each_row(self):
