@@ -132,6 +132,7 @@ def layernorm_backward(d_y, g, cache):
     """
     xhat, std = cached(cache, "layernorm_forward", "xhat", "std")
     check("layernorm_backward(xhat: T d, std: T, g: d, d_y: T d)", xhat, std, g, d_y)
+    check_finite("layernorm_backward", d_y=d_y)
     d = len(g)
     # 3. in the forward pass this was: y = xhat · g + b, row by row
     d_g = [fsum(map(mul, d_y_col, xhat_col)) for d_y_col, xhat_col in zip(zip(*d_y), zip(*xhat))]
@@ -213,6 +214,7 @@ def attention_backward(p, cache, d_out):
     check("attention_backward(x: T d, weights: T T, q: T d, k: T d, v: T d, mixed: T d, Wq: d d, "
           "Wk: d d, Wv: d d, Wo: d d, d_out: T d)", x, weights, q, k, v, mixed,
           *tensors(p, "Wq", "Wk", "Wv", "Wo"), d_out)
+    check_finite("attention_backward", d_out=d_out)
     weights, sqrt_d = [w[:i + 1] for i, w in enumerate(weights)], sqrt(len(x[0]))  # cut to j ≤ i
     # 5. in the forward pass this was: out = matmul(mixed, p["Wo"])
     d_Wo = matmul(transpose(mixed), d_out)                             # (d, d)
@@ -385,8 +387,7 @@ def backward(p, cache, d_logits):
 
 def sequence_loss(p, ids, targets, use_positions=True):
     """The mean next-token cross-entropy of one sequence (forward and loss, no gradient)."""
-    logits, _ = forward(p, ids, use_positions)
-    return loss_and_dlogits(logits, targets)[0]
+    return loss_and_dlogits(forward(p, ids, use_positions)[0], targets)[0]
 
 
 ################ Speed (you can skip this section)
@@ -439,8 +440,7 @@ def linear_relu_backward(d_m, act, W2):
 
 
 ################ Input checks (you can skip this section)
-# Each public function checks its input first: a ValueError or TypeError names the argument,
-# what it holds and what was expected, instead of a wrong answer or a raw IndexError.
+# Each public function checks its input first: a ValueError or TypeError says which and why.
 
 HUGE = 2.0 ** 500       # about 3e150: a row longer than this (√Σx²) could overflow its squares
 BIG = 1e20              # parameter or d_logits rows longer than this could overflow a gradient

@@ -9,7 +9,6 @@ import unittest
 from unittest import mock
 
 import bpe
-import model
 import trace_block
 from test_model import ball, tiny
 from tests import LAB, lab_copy, run_main

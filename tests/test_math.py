@@ -391,6 +391,8 @@ class Refusals(unittest.TestCase):
             ("backward: d_y of 2 rows", lambda: model.layernorm_backward([[1.0] * 3] * 2, [1.0] * 3,
                                                                          cache), ValueError,
              r"d_y has shape \(2, 3\), but it must be \(T, d\) with T = 1, as in xhat"),
+            ("backward: d_y holding nan", lambda: model.layernorm_backward(  # a gradient: d_...
+                [[math.nan] * 3], [1.0] * 3, cache), ValueError, "d_y row 0 holds inf, nan"),
             ("attention: empty", lambda: model.attention_forward(p, []), ValueError,
              "^empty sequence$"),
             ("attention: rows of 4 for weights of 16", lambda: model.attention_forward(
@@ -403,6 +405,8 @@ class Refusals(unittest.TestCase):
                 p, c, [[0.1] * 16]), TypeError, message) for what, c, message in (
                 ("the model's cache", cache1, r"cache\['att'\]"),
                 ("a cache with v None", {**cache1["att"], "v": None}, "v must be a list of rows"))],
+            ("attention backward: d_out holding inf", lambda: model.attention_backward(
+                p, cache1["att"], [[math.inf] * 16]), ValueError, "d_out row 0 holds inf, nan"),
             *[(f"softmax: row 1 of {row}", lambda row=row: model.softmax([[0.0], row]), ValueError,
                "every score of row 1 is -inf: the causal mask hid every position")
               for row in ([], [-math.inf] * 2)],

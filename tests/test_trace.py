@@ -87,8 +87,7 @@ class CommandLineTests(unittest.TestCase):
         self.assertIn("the last position: 0.0 without position embeddings, 0.001282 with them", out)
         self.assertIn("largest error 0.0000000", out)
         self.assertTrue(out.endswith("block-trace.json is up to date.\n"))
-        stale = recorded()
-        stale["initial_loss"] = 4.0
+        stale = {**recorded(), "initial_loss": 4.0}
         with lab_copy(block_trace_json=trace_block.to_json(stale).encode()), the_recorded_trace():
             self.assertIn("holds other figures: run python3 trace_block.py --check",
                           run_main(trace_block.main)[1])
