@@ -440,7 +440,7 @@ def linear_relu_backward(d_m, act, W2):
 
 
 ################ Input checks (you can skip this section)
-# Each public function checks its input first: a ValueError or TypeError says which and why.
+# Each public function checks its input first: a ValueError or TypeError names the argument and why.
 
 HUGE = 2.0 ** 500       # about 3e150: a row longer than this (√Σx²) could overflow its squares
 BIG = 1e20              # parameter or d_logits rows longer than this could overflow a gradient
