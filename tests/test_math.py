@@ -391,7 +391,7 @@ class Refusals(unittest.TestCase):
             ("backward: d_y of 2 rows", lambda: model.layernorm_backward([[1.0] * 3] * 2, [1.0] * 3,
                                                                          cache), ValueError,
              r"d_y has shape \(2, 3\), but it must be \(T, d\) with T = 1, as in xhat"),
-            ("backward: d_y holding nan", lambda: model.layernorm_backward(  # a gradient: d_...
+            ("backward: d_y holding nan", lambda: model.layernorm_backward(
                 [[math.nan] * 3], [1.0] * 3, cache), ValueError, "d_y row 0 holds inf, nan"),
             ("attention: empty", lambda: model.attention_forward(p, []), ValueError,
              "^empty sequence$"),
