@@ -509,8 +509,8 @@ def tensors(p, *names):
 
 def cached(cache, maker, *keys):
     """The entries of a cache that maker returned, refusing anything else."""
-    if not isinstance(cache, dict) or not set(keys) <= set(cache):
-        raise TypeError(f"expected the cache that {maker} returned, a dict with {keys}" + (
+    if lacks := [key for key in keys if not isinstance(cache, dict) or key not in cache]:
+        raise TypeError(f"expected the cache that {maker} returned; this one lacks {lacks}" + (
             " (the model's cache holds one as cache['att'])" * (maker == "attention_forward")))
     return [cache[key] for key in keys]
 

@@ -345,7 +345,7 @@ class Refusals(unittest.TestCase):
                    *[(f"holding {v}", [[v] * 96] * 3) for v in (math.nan, math.inf, 1e20)])],
             ("d_logits None", lambda: model.backward(p, cache, None), TypeError, "d_logits must"),
             *[(f"the cache is {case}", lambda bad=bad: model.backward(p, bad, d_logits),
-               TypeError, r"the cache that forward\(p, ids\) returned")
+               TypeError, r"the cache that forward\(p, ids\) returned; this one lacks \['(par|hf)")
               for case, bad in (("attention's", cache["att"]), ("empty", {}), ("None", None),
                                 ("without hf", {k: v for k, v in cache.items() if k != "hf"}))],
             ("a cache with IDs changed", lambda: model.backward(p, {**cache, "ids": [200]},
