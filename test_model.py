@@ -1,6 +1,6 @@
 """The lesson's twelve tests, in its three classes and order: Recorded (1), Mechanism (2-6),
-FailureCases (7-12). Run: python3 -m unittest -v test_model.py. When figures move, test 1 also
-says where the computation first departs from tests/steps.json (where_it_departs, below)."""
+FailureCases (7-12). Run: python3 -m unittest -v test_model.py. When figures move, tests 1 and 2
+also say where the computation first departs from tests/steps.json (where_it_departs, below)."""
 import json
 import math
 import random

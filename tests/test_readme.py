@@ -55,7 +55,7 @@ class ReadmeTests(unittest.TestCase):
             self.assertIn(flag, ("--json", "--check", "--write", "--show", "--time"))
 
     def test_the_training_loop_runs_as_it_stands(self):
-        """The README's loop, from its text, at a small size: 4 steps of 8 tokens, the first stories."""
+        """The README's loop, from its text, made small: 4 steps of 8 tokens, the first stories."""
         loop = re.search(r"```python\n(.*?)```", README, re.S).group(1)
         for size, small in (("300, 32, 0.5", "4, 8, 0.5"), ("step % 50 == 0", "step % 2 == 0"),
                             ("read_corpus()", "read_corpus()[:3000]")):    # its first stories

@@ -229,8 +229,8 @@ class TheLabsTokenizerTests(unittest.TestCase):
                 ("encode bytes", lambda: tok.encode(b"mia"), TypeError, "encode takes a str"),
                 ("encode, a merge that shortens nothing", mock.patch.object(bpe, "merge", mock.Mock(
                     side_effect=[[0, 0]]))(lambda: tok.encode("ow")), AssertionError, "gave"),
-                *[(f"decode {i}", lambda i=i: tok.decode([0, i]), ValueError, "outside the vocabulary")
-                  for i in (96, -1)],
+                *[(f"decode {i}", lambda i=i: tok.decode([0, i]), ValueError,
+                   "outside the vocabulary") for i in (96, -1)],
                 ("decode True", lambda: tok.decode([True]), TypeError, "int token ids"),
                 ("a Tokenizer of a str", lambda: bpe.Tokenizer("abc", []), TypeError, "must be lists")):
             with self.subTest(case=case), self.assertRaisesRegex(exception, message):
