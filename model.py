@@ -123,23 +123,23 @@ def layernorm_forward(x, g, b):
     return y, {"xhat": xhat, "std": std}                           # y: (T, d)
 
 
-def layernorm_backward(d_y, g, cache):
-    """Gradients of layer norm, given d_y: returns (d_x, d_g, d_b), the forward steps 3, 2, 1
-    walked back. With d_xhat = d_y · g, and as the mean and the std depend on every x of the
+def layernorm_backward(dy, g, cache):
+    """Gradients of layer norm, given dy: returns (d_x, d_g, d_b), the forward steps 3, 2, 1
+    walked back. With d_xhat = dy · g, and as the mean and the std depend on every x of the
     row, each d_x has three terms:
         d_x = (d_xhat - mean(d_xhat) - xhat · mean(d_xhat · xhat)) / std
                term 1   term 2         term 3
     """
     xhat, std = cached(cache, "layernorm_forward", "xhat", "std")
-    check("layernorm_backward(xhat: T d, std: T, g: d, d_y: T d)", xhat, std, g, d_y)
-    check_finite("layernorm_backward", d_y=d_y)
+    check("layernorm_backward(xhat: T d, std: T, g: d, dy: T d)", xhat, std, g, dy)
+    check_finite("layernorm_backward", dy=dy)
     d = len(g)
     # 3. in the forward pass this was: y = xhat · g + b, row by row
-    d_g = [fsum(map(mul, d_y_col, xhat_col)) for d_y_col, xhat_col in zip(zip(*d_y), zip(*xhat))]
-    d_b = column_sums(d_y)                                         # (d)
+    d_g = [fsum(map(mul, dy_col, xhat_col)) for dy_col, xhat_col in zip(zip(*dy), zip(*xhat))]
+    d_b = column_sums(dy)                                          # (d)
     d_x = []
-    for d_y_t, xhat_t, s in zip(d_y, xhat, std):                  # row t
-        d_xhat = [d_y_j * g_j for d_y_j, g_j in zip(d_y_t, g)]    # term 1
+    for dy_t, xhat_t, s in zip(dy, xhat, std):                    # row t
+        d_xhat = [dy_j * g_j for dy_j, g_j in zip(dy_t, g)]       # term 1
         # 2 and 1. xhat = (x - mean) / std: the mean moves every x alike (term 2), and the
         # std grows along xhat (term 3)
         mean_d_xhat = fsum(d_xhat) / d

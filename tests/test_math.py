@@ -109,7 +109,7 @@ class ExactSumTests(unittest.TestCase):
         three = [1.0, -2.0 ** -51, -1.0, 2.0 ** -104, -2.0 ** -51, 0.0, -2.0 ** -104, 0.0]
         rows = [TRAP + [0.0] * 4, [t * s for t, s in zip(TRAP + [0.0] * 4, signs)]]
         for d_y in ([[t * s for s in signs] for t in TRAP], rows + rows, [three] * 4):
-            d_x, d_g, d_b = model.layernorm_backward(d_y, [1.0] * 8, cache)
+            d_x, d_g, d_b = model.layernorm_backward(dy=d_y, g=[1.0] * 8, cache=cache)
             self.assertEqual(d_g, [dot(col, xcol) for col, xcol in zip(zip(*d_y), zip(*cache["xhat"]))])
             self.assertEqual(d_b, [exact(col) for col in zip(*d_y)])
             want = [[exact((t, -exact(row) / 8, -x * dot(row, xh) / 8)) / s for t, x in
@@ -388,11 +388,11 @@ class Refusals(unittest.TestCase):
             *[(f"backward: {what}", lambda bad=bad: model.layernorm_backward(
                 [[1.0] * 16], [1.0] * 16, bad), TypeError, "the cache that layernorm_forward "
                "returned") for what, bad in (("the model's whole cache", cache1), ("an int", 5))],
-            ("backward: d_y of 2 rows", lambda: model.layernorm_backward([[1.0] * 3] * 2, [1.0] * 3,
+            ("backward: dy of 2 rows", lambda: model.layernorm_backward([[1.0] * 3] * 2, [1.0] * 3,
                                                                          cache), ValueError,
-             r"d_y has shape \(2, 3\), but it must be \(T, d\) with T = 1, as in xhat"),
-            ("backward: d_y holding nan", lambda: model.layernorm_backward(
-                [[math.nan] * 3], [1.0] * 3, cache), ValueError, "d_y row 0 holds inf, nan"),
+             r"dy has shape \(2, 3\), but it must be \(T, d\) with T = 1, as in xhat"),
+            ("backward: dy holding nan", lambda: model.layernorm_backward(
+                [[math.nan] * 3], [1.0] * 3, cache), ValueError, "dy row 0 holds inf, nan"),
             ("attention: empty", lambda: model.attention_forward(p, []), ValueError,
              "^empty sequence$"),
             ("attention: rows of 4 for weights of 16", lambda: model.attention_forward(
