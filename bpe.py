@@ -20,8 +20,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS_PATH, TOKENIZER_PATH = os.path.join(HERE, "corpus.txt"), os.path.join(HERE, "tokenizer.json")
 VOCAB_SIZE = 96          # the lab's vocabulary size V; the model's parameter count depends on it
-FIELDS = {"version": "1", "pattern": "a str", "vocab": "each token's id, 0..n-1, each once",
-          "merges": "a list of [left, right] pairs"}         # what tokenizer.json holds
+FIELDS = {"version": int, "pattern": str, "vocab": dict, "merges": list}   # tokenizer.json's
 
 # A chunk is, trying each in turn: " ?\w+" a word, with the one space in front of it if there
 # is one; " +(?!\w)" a run of spaces not followed by a word (in "a  b" the run keeps one space,
@@ -112,7 +111,6 @@ def learn_merges_plainly(text, vocab_size, pattern=PATTERN):
             count_pairs(ids, pair_counts, weight)
         pair = best_pair(pair_counts)
         new_id, new_token = len(vocab), vocab[pair[0]] + vocab[pair[1]]
-        check_new_token(new_token, vocab)
         words = [merge(ids, pair, new_id) for ids in words]
         vocab, merges, counts = vocab + [new_token], merges + [pair], counts + [pair_counts[pair]]
     return vocab, merges, counts
@@ -209,10 +207,9 @@ def learn_merges(text, vocab_size, pattern=PATTERN):
     while len(vocab) < vocab_size:
         while heap and pair_counts.get(heap[0][1]) != -heap[0][0]:
             heapq.heappop(heap)        # an entry left from before its pair's count changed
-        check_counts(heap)
+        check_counts(heap, vocab_size)
         pair = heap[0][1]   # the smallest (-count, pair): best_pair's choice, its tie rule too
         new_id, new_token = len(vocab), vocab[pair[0]] + vocab[pair[1]]
-        check_new_token(new_token, vocab)
         vocab, merges, counts = vocab + [new_token], merges + [pair], counts + [pair_counts[pair]]
         changed = {}        # pair -> how its count changes
         for w in holders.pop(pair):
@@ -400,10 +397,10 @@ def check_corpus(text, name):
                           "\r" in text else f"{name} line 1 does not end with a newline")
 
 
-def check_counts(counts):
+def check_counts(counts, vocab_size=None):
     if not counts:
-        raise FileProblem("no pair left to merge: every chunk of the text is one token, so the "
-                          "vocabulary cannot grow any larger")
+        raise FileProblem(f"vocabulary size {vocab_size} is out of reach: " * bool(vocab_size) +
+                          "no pair left to merge: every chunk of the text is one token")
 
 
 def check_pair(pair):
@@ -423,17 +420,11 @@ def check_pattern(pattern):
 
 def check_training(text, vocab_size, pattern):
     if not isinstance(text, str) or type(vocab_size) is not int:
-        raise TypeError(f"training needs a str and an int vocabulary size, not "
-                        f"{type(text).__name__} and {vocab_size!r}")
+        raise TypeError(f"vocabulary size must be an int, not {vocab_size!r}" if isinstance(
+            text, str) else f"training text must be a str, not {type(text).__name__}")
     if not text or vocab_size < len(set(text)):
         raise FileProblem(f"vocabulary size {vocab_size} is smaller than the base alphabet of "
                           f"the text, {len(set(text))} characters" if text else "empty text")
-
-
-def check_new_token(new_token, vocab):
-    """Refuse a token made twice ("a"+"bc" after "ab"+"c"): tokenizer.json maps token -> id."""
-    if new_token in vocab:
-        raise ValueError(f"merge {len(vocab)} would make {new_token!r} a second time")
 
 
 def check_tokenizer_parts(vocab, merges, pattern):
@@ -442,35 +433,42 @@ def check_tokenizer_parts(vocab, merges, pattern):
     check_pattern(pattern)
     if not isinstance(vocab, (list, tuple)) or not isinstance(merges, (list, tuple)):
         raise TypeError(f"vocab and merges must be lists, not {vocab!r:.30} and {merges!r:.30}")
-    if wrong := [f"token {i} is {token!r}" for i, token in enumerate(vocab) if not (
-            isinstance(token, str) and token)] + [f"merge {r} is {pair!r}" for r, pair in enumerate(
-                merges) if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and all(
-                    isinstance(part, str) for part in pair))]:
+    if wrong := [f"token {i} is {t!r}" for i, t in enumerate(vocab) if not (type(t) is str and t)
+                 ] + [f"merge {r} is {pair!r}" for r, pair in enumerate(merges) if not (isinstance(
+                     pair, (list, tuple)) and list(map(type, pair)) == [str, str])]:
         raise TypeError(f"{wrong[0]}: tokens are non-empty strings, merges [left, right] pairs")
     A, first = len(vocab) - len(merges), {t: i for i, t in reversed(list(enumerate(vocab)))}
-    problems = ([f"token {token!r} appears twice in vocab" for i, token in enumerate(vocab)
-                 if first[token] < i] + [f"{len(merges)} merges but only {len(vocab)} "
-                                           f"tokens"] * (A < 1)
-                + [f"token {token!r} is in the base alphabet (ids 0..{A - 1}) but is not a single "
-                   f"character" for token in vocab[:max(A, 0)] if len(token) != 1]
-                + [f"merge {r} {list(pair)} must make token {A + r} from two tokens made before "
-                   f"it" for r, pair in enumerate(merges) if A > 0 and (vocab[A + r] != "".join(
-                       pair) or not all(first.get(part, A + r) < A + r for part in pair))])
+    problems = [f"token {t!r} appears twice in vocab" for i, t in enumerate(vocab) if first[t] < i]
+    problems += [f"{len(merges)} merges but only {len(vocab)} tokens"] * (A < 1) + [
+        f"token {i} {t!r} is in the base alphabet (ids 0..{A - 1}) but is not a single character"
+        for i, t in enumerate(vocab[:max(A, 0)]) if len(t) != 1]
     if problems:
         raise ValueError(problems[0])
+    for r, pair in enumerate(merges):         # merge r makes token A + r, of two made before it
+        made, joined, late = A + r, "".join(pair), [t for t in pair if first.get(t, A + r) >= A + r]
+        if late or vocab[made] != joined:
+            why = (f"makes {joined!r}, not token {made}, {vocab[made]!r}" if not late else
+                   f"uses {late[0]!r} before it is made" if late[0] in first else
+                   f"uses {late[0]!r}, which is not in vocab")
+            raise ValueError(f"merge {r} {list(pair)} {why}")
 
 
 def check_fields(data):
-    """Refuse parsed JSON unless it is an object holding what FIELDS says of each field."""
-    if not isinstance(data, dict) or sorted(data) != sorted(FIELDS):
-        raise ValueError(f"expected an object of the fields {list(FIELDS)}, not {data!r:.60}")
-    fits = {"version": data["version"] == 1 and type(data["version"]) is int,
-            "pattern": isinstance(data["pattern"], str), "merges": isinstance(data["merges"], list),
-            "vocab": isinstance(data["vocab"], dict) and sorted(map(repr, data["vocab"].values()))
-            == sorted(map(repr, range(len(data["vocab"]))))}
-    for field in FIELDS:
-        if not fits[field]:
-            raise ValueError(f"field {field!r} must be {FIELDS[field]}, not {data[field]!r:.40}")
+    """Refuse parsed JSON unless it holds the FIELDS, of their types: version 1, ids 0..n-1."""
+    if not isinstance(data, dict):
+        raise TypeError(f"expected a JSON object of the fields {list(FIELDS)}, not {data!r:.40}")
+    if wrong := [f"missing field {f!r}" for f in FIELDS if f not in data] + [
+            f"unknown field {f!r}" for f in data if f not in FIELDS]:
+        raise ValueError(f"{wrong[0]}: a tokenizer file holds the fields {list(FIELDS)}")
+    for field, kind in FIELDS.items():     # type: True is not the version 1
+        if type(value := data[field]) is not kind:
+            raise TypeError(f"field {field!r} must be of type {kind.__name__}, not {value!r:.40}")
+    if wrong := [i for i in data["vocab"].values() if type(i) is not int]:
+        raise TypeError(f"vocab ids must be ints, not {wrong[0]!r:.20}")
+    if sorted(data["vocab"].values()) != list(range(len(data["vocab"]))):
+        raise ValueError(f"vocab ids must run 0..{len(data['vocab']) - 1}, each once")
+    if data["version"] != 1:
+        raise ValueError(f"version {data['version']} is not supported: bpe.py reads version 1")
 
 
 def check_text(text, alphabet):
@@ -485,8 +483,10 @@ def check_text(text, alphabet):
 
 def check_ids(ids, vocab_size):
     """Refuse anything but a list of int ids in 0..vocab_size-1 (True is an int, and refused)."""
-    if not isinstance(ids, list) or not all(type(i) is int for i in ids):
-        raise TypeError(f"decode takes a list of int token ids, not {ids!r:.40}")
+    if not isinstance(ids, list):
+        raise TypeError(f"decode takes a list of token ids, not {ids!r:.40}")
+    if wrong := [(n, i) for n, i in enumerate(ids) if type(i) is not int]:
+        raise TypeError(f"token id {wrong[0][1]!r:.20} at position {wrong[0][0]} must be an int")
     if outside := [i for i in ids if not 0 <= i < vocab_size]:
         raise ValueError(f"token ids outside the vocabulary of size {vocab_size}: {outside[:5]}")
 
