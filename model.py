@@ -486,8 +486,7 @@ def dims(value, who, name, want=None, ragged=False, numbers=False):
     if isinstance(value, (list, tuple)) and value and isinstance(value[0], (list, tuple)):
         widths = set(map(len, value)) if set(map(type, value)) <= {list, tuple} else set()
         if len(widths) > 1 and not ragged:
-            raise ValueError(f"{who}: {name} has rows of lengths {sorted(widths)}; a matrix's "
-                             f"rows all have one length")
+            raise ValueError(f"{who}: {name} is ragged: it has rows of lengths {sorted(widths)}")
         if widths and (not numbers or set(map(type, chain.from_iterable(value))) <= {float, int}):
             found = (len(value), list(map(len, value)) if ragged and max(widths) else min(widths))
     elif isinstance(value, (list, tuple)) and set(map(type, value)) <= {float, int}:
@@ -549,10 +548,11 @@ def check_scores(scores):
 
 
 def check_ids(ids, vocab, what):
-    """Refuse anything but a list of ints in 0..vocab-1, naming up to five outside it."""
-    if not isinstance(ids, (list, tuple)) or not set(map(type, ids)) <= {int}:
-        raise TypeError(f"{what} must be a list of ints, not {ids!r:.50}"
-                        + (" (encode the text first)" if isinstance(ids, str) else ""))
+    """Refuse anything but a list of ints in 0..vocab-1: name the first not an int, or 5 outside."""
+    if not isinstance(ids, list | tuple) or (wrong := [i for i in ids if type(i) != int]):
+        raise TypeError(f"{what} must be a list of ints, not " + (
+            f"one holding {wrong[0]!r:.20}" if isinstance(ids, list | tuple) else
+            "a str: encode the text first" if isinstance(ids, str) else f"{ids!r:.50}"))
     if outside := list(dict.fromkeys(i for i in ids if not 0 <= i < vocab)):
         raise ValueError(f"{what} outside the vocabulary of size {vocab}: {outside[:5]}"
                          + f" and {len(outside) - 5} more" * (len(outside) > 5))
