@@ -463,7 +463,7 @@ def check(signature, *args):
     for (name, letters, ragged), value in zip(params, args):
         found = dims(value, who, name, letters, ragged)
         for letter, n in zip(letters, found):
-            if n == 0:
+            if n == 0 and letter not in sizes:     # else: a shape that differs, said below
                 raise ValueError("empty sequence" if letter == "T" else f"{who}: {name} is empty")
             want = (list(range(1, len(value) + 1)) if ragged and letter == "i"    # causal rows
                     else sizes.setdefault(letter, n))
@@ -532,7 +532,8 @@ def check_finite(who, bound=HUGE, **tensors):
                     continue
                 why = ValueError(f"holds inf, nan or values too large (row longer than {bound:.0})")
             except (TypeError, OverflowError):     # not a number, or an int too large
-                why = TypeError(f"must hold numbers a float can hold, not {row!r:.50}")
+                why = TypeError("must hold numbers a float can hold, not {!r:.50}".format(next((
+                    v for v in row if not isinstance(v, float | int) or abs(v) >= 2 ** 1024), row)))
             raise type(why)(f"{who}: {name}{f' row {r}' * (rows is t)} {why}")
 
 
@@ -543,8 +544,7 @@ def check_scores(scores):
         if math.inf in row or any(map(math.isnan, row)):
             raise ValueError(f"softmax: row {i} of the scores holds nan or inf: {row!r:.60}")
         if max(row, default=-math.inf) == -math.inf:       # an empty row too
-            raise ValueError(f"softmax: every score of row {i} is -inf: the causal mask hid "
-                             f"every position, the row's own too")
+            raise ValueError(f"softmax: row {i} is all -inf: the causal mask hid every position")
 
 
 def check_ids(ids, vocab, what):
@@ -594,7 +594,7 @@ def check_backward(p, cache, d_logits):
                             "h2", "ln2", "att", "ln1", "use_positions")[:2]
     if made_with != fingerprint(dict(zip(PARAM_NAMES, tensors(p, *PARAM_NAMES)))):
         raise ValueError("the cache was made by forward with other parameter values: p has "
-                         "changed since, so run forward(p, ids) again before backward")
+                         "changed since, or is another model's; run forward(p, ids) again")
     check_ids(ids, len(p["tok_emb"]), "the cache's token IDs")
     check("backward(tok_emb: V d, ids: T, d_logits: T V)", p["tok_emb"], ids, d_logits)
     check_finite("backward", BIG, d_logits=d_logits)

@@ -335,9 +335,9 @@ class Refusals(unittest.TestCase):
                TypeError, "ln1_g must be a list of numbers") for v in ("1", None)],
             *[(f"a gain holding {v!r}", lambda v=v: model.forward({**p, "ln1_g": [v] * 16}, [1]),
                ValueError, "parameters: ln1_g holds inf, nan") for v in (math.inf, math.nan, 1e20)],
-            *[(f"a weight holding {v!r:.9}", lambda v=v: model.forward(
-                {**p, "W1": [[v] * 64] * 16}, [1]), TypeError, "parameters: W1 row 0 must hold "
-              "numbers a float can hold") for v in ("1", 10 ** 400)],
+            *[(f"a weight holding {v!r:.9}", lambda v=v: model.forward({**p, "W1": [[0.5] * 40 + [
+                v] * 24] * 16}, [1]), TypeError, f"parameters: W1 row 0 must hold numbers a float "
+               f"can hold, not {v!r:.9}") for v in ("1", 10 ** 400)],   # past the 50th character
             ("parameters as a list", lambda: model.forward(list(p.values()), [1]), TypeError,
              "the dict init_params returns"),
             *[(f"d_logits {case}", lambda bad=bad: model.backward(p, cache, bad), ValueError,
@@ -388,9 +388,9 @@ class Refusals(unittest.TestCase):
             *[(f"backward: {what}", lambda bad=bad: model.layernorm_backward(
                 [[1.0] * 16], [1.0] * 16, bad), TypeError, "the cache that layernorm_forward "
                "returned") for what, bad in (("the model's whole cache", cache1), ("an int", 5))],
-            ("backward: dy of 2 rows", lambda: model.layernorm_backward([[1.0] * 3] * 2, [1.0] * 3,
-                                                                         cache), ValueError,
-             r"dy has shape \(2, 3\), but it must be \(T, d\) with T = 1, as in xhat"),
+            *[(f"backward: dy {dy}", lambda dy=dy: model.layernorm_backward(dy, [1.0] * 3, cache),
+               ValueError, rf"dy has shape \({len(dy)}, {len(dy) and 3}\), but it must be \(T, d\) "
+               "with T = 1, as in xhat") for dy in ([[1.0] * 3] * 2, [])],   # not "empty sequence"
             ("backward: dy holding nan", lambda: model.layernorm_backward(
                 [[math.nan] * 3], [1.0] * 3, cache), ValueError, "dy row 0 holds inf, nan"),
             ("attention: empty", lambda: model.attention_forward(p, []), ValueError,
@@ -408,7 +408,7 @@ class Refusals(unittest.TestCase):
             ("attention backward: d_out holding inf", lambda: model.attention_backward(
                 p, cache1["att"], [[math.inf] * 16]), ValueError, "d_out row 0 holds inf, nan"),
             *[(f"softmax: row 1 of {row}", lambda row=row: model.softmax([[0.0], row]), ValueError,
-               "every score of row 1 is -inf: the causal mask hid every position")
+               "row 1 is all -inf: the causal mask hid every position")
               for row in ([], [-math.inf] * 2)],
             *[(f"softmax of {row}", lambda row=row: model.softmax([row]), ValueError,
                "holds nan or inf") for row in ([0.0, math.nan], [0.0, math.inf],

@@ -84,7 +84,7 @@ NAMED_BY_THE_TWELVE = [
      "attention_forward step 2"),
     ("a mask reversed", [(MASK, "for k_j in k[i:]]")], "attention_forward step 2"),
     ("a mask that hides the diagonal too", [(MASK, "for k_j in k[:i]]")],
-     "every score of row 0 is -inf: the causal mask hid every position"),
+     "row 0 is all -inf: the causal mask hid every position"),
     ("1/√d in the forward pass only", [("fsum(map(mul, q_i, k_j)) / sqrt_d", "fsum(map(mul, q_i, k_j))")],
      "attention_forward step 2"),
     ("1/√d in the backward pass only", [(f"[[e / sqrt_d for e in row] for row in causal_matmul("
