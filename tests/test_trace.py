@@ -19,8 +19,8 @@ from tests.test_mistakes import MASK, planted
 SHOW = subprocess.Popen([sys.executable, "trace_block.py", "--show"], cwd=LAB,
                         env=dict(os.environ, PYTHONIOENCODING="utf-8", PYTHONDONTWRITEBYTECODE="1"),
                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-HELP = [subprocess.Popen([sys.executable, LAB / "tools" / tool, "--help"], stdout=subprocess.PIPE,
-                         text=True) for tool in ("break_it.py", "record_steps.py")]
+HELP = [subprocess.Popen([sys.executable, LAB / tool, "--help"], stdout=subprocess.PIPE, text=True)
+        for tool in ("bpe.py", "tools/break_it.py", "tools/record_steps.py")]
 
 
 def load_tests(loader, tests, pattern):
