@@ -460,7 +460,7 @@ def check_fields(data):
     if wrong := [f"missing field {f!r}" for f in FIELDS if f not in data] + [
             f"unknown field {f!r}" for f in data if f not in FIELDS]:
         raise ValueError(f"{wrong[0]}: a tokenizer file holds the fields {list(FIELDS)}")
-    for field, kind in FIELDS.items():     # type: True is not the version 1
+    for field, kind in FIELDS.items():     # type(), not isinstance: True is not the version 1
         if type(value := data[field]) is not kind:
             raise TypeError(f"field {field!r} must be of type {kind.__name__}, not {value!r:.40}")
     if wrong := [i for i in data["vocab"].values() if type(i) is not int]:
