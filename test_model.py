@@ -16,8 +16,7 @@ from trace_block import SERIES, TINY, last_logits_gap, position_gaps
 STEPS = Path(__file__).resolve().parent / "tests" / "steps.json"   # see where_it_departs
 read_steps = lru_cache(lambda: json.loads(STEPS.read_text(encoding="utf-8")))   # read once
 TOLERANCE = 1e-7            # the gradient check's bound on |central difference - backward()|
-# Fixed token IDs with repeats (7 and 89), eight to read: the small copy's every position.
-REPEATED = [7, 89, 46, 7, 85, 30, 89, 53, 4]
+REPEATED = [7, 89, 46, 7, 85, 30, 89, 53, 4]   # fixed IDs, 7 and 89 repeat; 8 read: every position
 
 
 ################ Shared: the tokenizer, the two models, the sentences
@@ -157,8 +156,7 @@ def first_wrong_gradient(errors, bound):
 
 def where_it_departs(module=model):
     """The first that moved of init_params' numbers, forward's steps, the gradients, in words."""
-    recorded = read_steps()
-    drawn = module.init_params(96, **TINY)
+    recorded, drawn = read_steps(), module.init_params(96, **TINY)
     for name, values in recorded["init"].items():
         if change := moved(drawn.get(name), values, name):
             return (f"init_params draws other numbers ({change}): one random.Random(seed) draws "
@@ -167,11 +165,13 @@ def where_it_departs(module=model):
     for name in list(MADE_IN)[:list(MADE_IN).index("d_logits")]:
         if name in found and (change := moved(found[name], recorded["forward"][name], name)):
             return f"Forward departs first at {MADE_IN[name]}. {change}"
-    grads = gradient_steps(module, tiny(module), recorded["ids"])
+    grads = gradient_steps(module, p := tiny(module), recorded["ids"])
     for name in GRADIENTS:
         if change := moved(grads[name], recorded["gradients"][name], name):
             return (f"Forward is unchanged; the first gradient, in backward order, that moved: "
                     f"{name}, made in {MADE_IN[name]}. {change}")
+    if changed := [name for name, fresh in tiny(module).items() if p[name] != fresh]:
+        return f"Backward wrote into p's own {changed[0]}: each gradient must be a new list"
     return ("Forward and backward are unchanged on the small copy, with positions: look at what "
             "trace_block.py works out from them (its inputs and targets, the finite differences).")
 

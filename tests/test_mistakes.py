@@ -127,6 +127,8 @@ NAMED_BY_THE_TWELVE = [
     ("position gradients in the wrong rows", [('grads["pos_emb"][:len(ids)] = d_x0',
                                                'grads["pos_emb"][1:len(ids) + 1] = d_x0')],
      "pos_emb, made in backward step 1"),
+    ("a gradient in p", [('grads["pos_emb"] = [[0.0] * len(row) for row in p["pos_emb"]]',
+                          'grads["pos_emb"] = p["pos_emb"]')], "Backward wrote into p's own"),
     ("a repeated token's gradient overwritten, not summed", [(
         "rows_of.setdefault(token, []).append(d_x0_t)", "rows_of[token] = [d_x0_t]")],
      "tok_emb, made in backward step 1"),
@@ -185,9 +187,8 @@ def fsum_calls():
     end = MODEL_SOURCE.index("################ Input checks")
     tokens = list(tokenize.generate_tokens(io.StringIO(MODEL_SOURCE).readline))
     return [sum(map(len, LINES[:name.start[0] - 1])) + name.start[1]
-            for name, after in zip(tokens, tokens[1:])
-            if name.string == "fsum" and after.string == "("
-            and sum(map(len, LINES[:name.start[0] - 1])) < end]
+            for name, after in zip(tokens, tokens[1:]) if name.string == "fsum"
+            and after.string == "(" and sum(map(len, LINES[:name.start[0] - 1])) < end]
 
 
 def sum_left_to_right(terms):
