@@ -16,7 +16,7 @@ from trace_block import SERIES, TINY, last_logits_gap, position_gaps
 STEPS = Path(__file__).resolve().parent / "tests" / "steps.json"   # see where_it_departs
 read_steps = lru_cache(lambda: json.loads(STEPS.read_text(encoding="utf-8")))   # read once
 TOLERANCE = 1e-7            # the gradient check's bound on |central difference - backward()|
-REPEATED = [7, 89, 46, 7, 85, 30, 89, 53, 4]   # fixed IDs, 7 and 89 repeat; 8 read: every position
+REPEATED = [7, 89, 46, 7, 85, 30, 89, 53, 4]   # 7 and 89 repeat; 8 inputs, one per position
 
 
 ################ Shared: the tokenizer, the two models, the sentences
