@@ -161,17 +161,17 @@ def where_it_departs(module=model):
         if change := moved(drawn.get(name), values, name):
             return (f"init_params draws other numbers ({change}): one random.Random(seed) draws "
                     f"gauss(0.0, 0.02) for each matrix, in turn, row by row; gains 1.0, biases 0.0")
-    found = forward_steps(module, tiny(module), recorded["ids"])
+    found = forward_steps(module, p := tiny(module), recorded["ids"])     # p: as it comes back
     for name in list(MADE_IN)[:list(MADE_IN).index("d_logits")]:
         if name in found and (change := moved(found[name], recorded["forward"][name], name)):
             return f"Forward departs first at {MADE_IN[name]}. {change}"
-    grads = gradient_steps(module, p := tiny(module), recorded["ids"])
+    grads = gradient_steps(module, p, recorded["ids"])
     for name in GRADIENTS:
         if change := moved(grads[name], recorded["gradients"][name], name):
             return (f"Forward is unchanged; the first gradient, in backward order, that moved: "
                     f"{name}, made in {MADE_IN[name]}. {change}")
     if changed := [name for name, fresh in tiny(module).items() if p[name] != fresh]:
-        return f"Backward wrote into p's own {changed[0]}: each gradient must be a new list"
+        return f"p's own {changed[0]} was changed in place (by backward or forward): make new lists"
     return ("Forward and backward are unchanged on the small copy, with positions: look at what "
             "trace_block.py works out from them (its inputs and targets, the finite differences).")
 

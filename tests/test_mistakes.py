@@ -128,7 +128,7 @@ NAMED_BY_THE_TWELVE = [
                                                'grads["pos_emb"][1:len(ids) + 1] = d_x0')],
      "pos_emb, made in backward step 1"),
     ("a gradient in p", [('grads["pos_emb"] = [[0.0] * len(row) for row in p["pos_emb"]]',
-                          'grads["pos_emb"] = p["pos_emb"]')], "Backward wrote into p's own"),
+                          'grads["pos_emb"] = p["pos_emb"]')], "p's own pos_emb was changed"),
     ("a repeated token's gradient overwritten, not summed", [(
         "rows_of.setdefault(token, []).append(d_x0_t)", "rows_of[token] = [d_x0_t]")],
      "tok_emb, made in backward step 1"),
