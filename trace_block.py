@@ -550,8 +550,8 @@ def check_sentences(tok):
                               f"python3 bpe.py --write (corpus.txt must use its letters)") from None
     if lengths[0] != lengths[1] or lengths[2] > most:
         raise FileProblem(f"{TOKENIZER_FILE.name} gives the order sentences {lengths[:2]} tokens "
-                          f"(equal needed), {GRADIENT_SENTENCE!r} {lengths[2]} ({most} at most); "
-                          f"if python3 bpe.py --check finds it up to date, the fault is in encode")
+                          f"(equal needed), {GRADIENT_SENTENCE!r} {lengths[2]} ({most} at most): "
+                          f"if make_corpus.py --check and bpe.py --check pass, encode is at fault")
     return tok
 
 
