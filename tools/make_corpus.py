@@ -1,6 +1,5 @@
 """Write corpus.txt, tools/quotas.json and tokenizer.json so that the lab's trace stays the
-lesson's, byte for byte, or write nothing and say why; tools/README.md, the maintainers' guide,
-says how. From the lab:
+lesson's, byte for byte, or write nothing and say why (tools/README.md says how). From the lab:
     python3 tools/make_corpus.py            write the three files, searching when needed
     python3 tools/make_corpus.py --check    exit 1 unless they are what this program writes
 """
@@ -85,9 +84,11 @@ def read_plots(path=PLOTS_PATH):
                     raise ValueError(f"{where}: a kind needs other words after '|'")
                 else:
                     kinds[kind] = (steered.split(), others)
-            elif line.startswith("== "):
-                name, weight = (line[3:].split() + ["1"])[:2]
-                plots.append((name, min(int(weight), N_STORIES) if weight.isdigit() else 1, []))
+            elif m := re.fullmatch(r"== (\w+)(?: (\d+))? *", line):
+                plots.append((m[1], min(int(m[2] or 1), N_STORIES), []))
+            elif line.startswith("=="):
+                raise ValueError(f"{where}: a plot starts with '== name' or '== name weight', "
+                                 f"its weight a whole number")
             elif not plots:
                 raise ValueError(f"{where}: a sentence before the first '== name' line")
             else:
@@ -423,19 +424,18 @@ def run(args):
         if problems:
             return bpe.report(
                 f"make_corpus: nothing was written: after {len(search.seen)} tries the closest "
-                f"quotas leave {problems[0]}. Undo the last change to tools/stories.txt, or "
-                "make it another way (a story shorter or reworded; a removal with another "
-                "story added or removed too), and run python3 tools/make_corpus.py again; the "
-                "pinned sentences' words (mia, leo, ava, has, gives, goes, to, the, now, at, "
-                "red, hat) move the lesson's IDs most.")
+                f"quotas leave {problems[0]}. Undo the last change to tools/stories.txt or "
+                "plots.txt, or make it another way (a story shorter or reworded; a removal with "
+                "another story added or removed too), and run python3 tools/make_corpus.py "
+                "again; the pinned sentences' words (mia, leo, ava, has, gives, goes, to, the, "
+                "now, at, red, hat) move the lesson's IDs most.")
     files = {bpe.CORPUS_PATH: text, QUOTAS_PATH: quotas_json(quotas, filler),
              bpe.TOKENIZER_PATH: tok.to_json()}
     if args.check:
         stale = [os.path.relpath(p, ROOT) for p, t in files.items() if read(p) != t]
         if stale:
-            return bpe.report(f"make_corpus --check: {', '.join(stale)} "
-                              f"{'is' if len(stale) == 1 else 'are'} not what "
-                              f"tools/make_corpus.py writes; run: python3 tools/make_corpus.py")
+            return bpe.report(f"make_corpus --check: not what tools/make_corpus.py writes: "
+                              f"{', '.join(stale)}; run: python3 tools/make_corpus.py")
         print(f"corpus.txt, tools/quotas.json and tokenizer.json are what tools/make_corpus.py "
               f"writes, with the lesson's IDs and figures ({time.perf_counter() - started:.1f} s)")
         return 0
