@@ -99,7 +99,7 @@ class FileTests(unittest.TestCase):
         seventy = bpe.Tokenizer.train(bpe.read_corpus(), 70)    # more tokens to a sentence
         for tok, words in ((without_w, ["tokenizer.json cannot encode 'now mia gives the hat to "
                                         "leo.'", "python3 bpe.py --write"]),
-                           (seventy, ["a red ball.' 11", "(9 at most)", "encode is at fault"])):
+                           (seventy, ["'mia has a red ball.'", "(9 at most)", "at fault"])):
             with self.subTest(vocab=len(tok.vocab)), lab_copy(tokenizer_json=tok.to_json().encode()):
                 self.assert_one_line(*run_main(trace_block.main, "--show"), *words)
 
