@@ -233,15 +233,15 @@ class GradientTests(unittest.TestCase):
         self.assertGreater(trace_block.compare_gradients(grads, numeric)["max_abs_error"], 1e-5)
 
     def test_the_gradients_belong_to_the_caller(self):
-        """Every parameter gets a gradient of its shape, pos_emb's all 0.0 without positions,
-        and no row is shared with another gradient or a parameter (a trainer may change them
-        in place: clipping, say)."""
+        """Every parameter gets a gradient of its shape, in p's order (a trainer may pair their
+        values), pos_emb's all 0.0 without positions, and no row is shared with another gradient
+        or a parameter (a trainer may change them in place: clipping, say)."""
         p, ids = series(), tokenizer().encode("mia has a red hat. mia has a hat.")
         for use_positions in (True, False):
             logits, cache = model.forward(p, ids[:-1], use_positions)
             grads = model.backward(p, cache, model.loss_and_dlogits(logits, ids[1:])[1])
-            self.assertEqual({n: model.shape(g) for n, g in grads.items()},
-                             {n: model.shape(t) for n, t in p.items()})
+            self.assertEqual([(n, model.shape(g)) for n, g in grads.items()],
+                             [(n, model.shape(t)) for n, t in p.items()])
             tensors = list(grads.values()) + list(p.values())
             rows = [row for t in tensors if isinstance(t[0], list) for row in t] + tensors
             self.assertEqual(len(rows), len({id(row) for row in rows}), "a gradient row is "
