@@ -16,6 +16,7 @@ import math
 import os
 import re
 import sys
+import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS_PATH, TOKENIZER_PATH = os.path.join(HERE, "corpus.txt"), os.path.join(HERE, "tokenizer.json")
@@ -183,8 +184,7 @@ class Tokenizer:
         data = read_json(path)      # a missing file raises FileNotFoundError
         try:
             check_fields(data)
-            return cls(sorted(data["vocab"], key=data["vocab"].get), data["merges"],
-                       data["pattern"])
+            return cls(sorted(ids := data["vocab"], key=ids.get), data["merges"], data["pattern"])
         except (TypeError, ValueError) as error:
             raise type(error)(f"{path}: {error}") from None
 
@@ -243,8 +243,7 @@ def read_text(path):
 
 
 def read_json(path):
-    """The JSON value in a file, refused unless it is plain: no key twice in an object (json
-    keeps the last), no NaN, no number of over 40 characters or beyond a float's range."""
+    """A file's JSON, refused unless plain: no key twice, no NaN, no number too long or large."""
     def keys_once(pairs):
         if twice := [key for key, n in collections.Counter(k for k, _ in pairs).items() if n > 1]:
             raise ValueError(f"key {twice[0]!r} appears twice in one object")
@@ -290,8 +289,7 @@ def read_corpus(path=None):
 
 
 def check(corpus_path=None, tokenizer_path=None):
-    """Compare tokenizer.json (or tokenizer_path) with what corpus.txt (or corpus_path) trains
-    to; print whether they agree, or the first line that differs; return 0 or 1."""
+    """Say whether tokenizer.json is what corpus.txt trains to, or the first line that differs."""
     path = tokenizer_path or TOKENIZER_PATH
     found = read_text(path).splitlines() + ["(the end)"]    # missing: FileNotFoundError
     trained = Tokenizer.train(read_corpus(corpus_path), VOCAB_SIZE).to_json().splitlines()
@@ -359,8 +357,10 @@ def run_reporting_problems(action, errors="backslashreplace"):
         return code
     except SystemExit as done:              # --help: argparse exits; flush its text as above
         return run_reporting_problems(lambda: done.code, errors)
-    except (FileProblem, KeyboardInterrupt) as problem:     # Ctrl-C: "interrupted", no traceback
-        return report(str(problem) or "interrupted")
+    except (FileProblem, KeyboardInterrupt) as problem:     # Ctrl-C: where it was, no traceback
+        at = [f for f in traceback.extract_tb(problem.__traceback__) if f.name[0] != "<"][-1]
+        return report(str(problem) or f"interrupted in {at.name} "
+                      f"({os.path.basename(at.filename)} line {at.lineno})")
     except FileNotFoundError as error:
         return report(f"cannot read {error.filename}: no such file." + " Run: python3 bpe.py "
                       "--write" * str(error.filename).endswith("tokenizer.json"))
