@@ -549,9 +549,9 @@ def check_scores(scores):
 
 def check_ids(ids, vocab, what):
     """Refuse anything but a list of ints in 0..vocab-1: name the first not an int, or 5 outside."""
-    if not isinstance(ids, list | tuple) or (wrong := [i for i in ids if type(i) != int]):
+    if not isinstance(ids, (list, tuple)) or (wrong := [i for i in ids if type(i) is not int]):
         raise TypeError(f"{what} must be a list of ints, not " + (
-            f"one holding {wrong[0]!r:.20}" if isinstance(ids, list | tuple) else
+            f"one holding {wrong[0]!r:.20}" if isinstance(ids, (list, tuple)) else
             "a str: encode the text first" if isinstance(ids, str) else f"{ids!r:.50}"))
     if outside := list(dict.fromkeys(i for i in ids if not 0 <= i < vocab)):
         raise ValueError(f"{what} outside the vocabulary of size {vocab}: {outside[:5]}"
