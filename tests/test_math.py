@@ -97,7 +97,7 @@ class ExactSumTests(unittest.TestCase):
         roots = [2.0 ** 4, 2.0 ** -23, 2.0 ** -23, 2.0 ** -49]
         rows = [TRAP + [0.0] * 4, roots + [-v for v in roots]]
         g, b = [1.5, 0.5, 2.0, 1.0] * 2, [0.0, 0.25, -0.5, 1.0] * 2
-        y, cache = model.layernorm_forward([*map(tuple, rows)], g, b)    # rows left as given
+        y, cache = model.layernorm_forward([*map(tuple, rows)], g, b)   # tuples: x is not to change
         for row, y_row, s in zip(rows, y, cache["std"]):
             centred = [v - exact(row) / 8 for v in row]
             self.assertEqual(s, math.sqrt(exact(c * c for c in centred) / 8 + model.EPS))
@@ -157,7 +157,7 @@ class ExactSumTests(unittest.TestCase):
                 losses.append(exact((max(row), math.log(exact(e)), -row[target])))
                 d_logits.append([v / (exact(e) * len(logits)) - (j == target) / len(logits)
                                  for j, v in enumerate(e)])
-            self.assertEqual(model.loss_and_dlogits([*map(tuple, logits)], targets),  # unchanged
+            self.assertEqual(model.loss_and_dlogits([*map(tuple, logits)], targets),  # tuples: kept
                              (exact(losses) / len(logits), d_logits))
 
 
