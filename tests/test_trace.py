@@ -3,6 +3,7 @@ import doctest
 import json
 import math
 import os
+import runpy
 import subprocess
 import sys
 import unittest
@@ -14,13 +15,10 @@ from test_model import series, tokenizer
 from tests import LAB, lab_copy, run_main, shown
 from tests.test_mistakes import MASK, planted
 
-# `python3 trace_block.py --show`, run as learners run it, and the maintainers' tools' --help,
-# each in a process of its own: started when this module is loaded, to go on while tests run.
+# `python3 trace_block.py --show` as learners run it: a process started on loading, run meanwhile
 SHOW = subprocess.Popen([sys.executable, "trace_block.py", "--show"], cwd=LAB,
                         env=dict(os.environ, PYTHONIOENCODING="utf-8", PYTHONDONTWRITEBYTECODE="1"),
                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-HELP = [subprocess.Popen([sys.executable, LAB / tool, "--help"], stdout=subprocess.PIPE, text=True)
-        for tool in ("bpe.py", "tools/break_it.py", "tools/record_steps.py")]
 
 
 def load_tests(loader, tests, pattern):
@@ -146,9 +144,11 @@ class CommandLineTests(unittest.TestCase):
                 self.assertEqual(run_main(trace_block.main, wrong)[0], 2)
 
     def test_the_maintainers_tools_answer_help_with_usage_and_run_nothing(self):
-        for run in HELP:                # run for real, record_steps.py would write steps.json
-            out = run.communicate(timeout=120)[0]
-            self.assertTrue(out.startswith("usage: ") and "wrote" not in out, out[:200])
+        for tool in (f"{LAB}/bpe.py", f"{LAB}/tools/break_it.py", f"{LAB}/tools/record_steps.py"):
+            # as scripts, __main__ and all (past --help, record_steps.py would write steps.json)
+            with self.subTest(tool=tool), mock.patch.object(sys, "argv", [tool, "--help"]):
+                code, out, _ = run_main(lambda _: runpy.run_path(sys.argv[0], run_name="__main__"))
+                self.assertTrue(code == 0 and out.startswith("usage: ") and "wrote" not in out, out)
 
 
 class PictureTests(unittest.TestCase):
