@@ -96,9 +96,8 @@ def start_training(text, pattern=PATTERN):
 
 
 def learn_merges_plainly(text, vocab_size, pattern=PATTERN):
-    """Train BPE on text the textbook way, counting every pair again after each merge: the
-    vocab, the merges (id pairs, in rank order) and their counts. The reference of
-    learn_merges ("Speed"), which gives the same, faster.
+    """Train BPE on text the textbook way, counting every pair again after each merge: the vocab,
+    the merges (id pairs, in rank order) and their counts. learn_merges ("Speed"): the same, faster.
 
     >>> learn_merges_plainly("aaabdaaabac", 7)
     (['a', 'b', 'c', 'd', 'aa', 'ab', 'aaab'], [(0, 0), (0, 1), (4, 5)], [4, 2, 2])
@@ -237,6 +236,8 @@ def read_text(path):
     with open(os.fspath(path), "rb") as file:     # a missing file: FileNotFoundError
         data = file.read()
     try:
+        if data.startswith(b"\xef\xbb\xbf"):        # U+FEFF, which some editors put first
+            raise FileProblem(f"{path} starts with a byte-order mark: save it as UTF-8 without one")
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise FileProblem(f"{path} is not UTF-8 text: byte {error.start} cannot be read") from None
@@ -290,12 +291,11 @@ def read_corpus(path=None):
 
 def check(corpus_path=None, tokenizer_path=None):
     """Say whether tokenizer.json is what corpus.txt trains to, or the first line that differs."""
-    path = tokenizer_path or TOKENIZER_PATH
+    name = os.path.basename(path := tokenizer_path or TOKENIZER_PATH)
     found = read_text(path).splitlines() + ["(the end)"]    # missing: FileNotFoundError
     trained = Tokenizer.train(read_corpus(corpus_path), VOCAB_SIZE).to_json().splitlines()
     trained.append("(the end)")
     n = next((n for n, (a, b) in enumerate(zip(found, trained)) if a != b), None)
-    name = os.path.basename(path)
     print(f"{name} is up to date: {VOCAB_SIZE} tokens, as the corpus trains to" if n is None
           else f"{name} is not what the corpus trains to: its line {n + 1} is {found[n]!r}, "
           f"trained now {trained[n]!r}; run: python3 bpe.py --write")

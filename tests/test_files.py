@@ -52,6 +52,7 @@ class FileTests(unittest.TestCase):
             ({"corpus_txt": b""}, trace_block.main, [], ["corpus.txt is empty"]),
             ({"corpus_txt": FIRST}, bpe.main, ["--write"], ["line 1 does not end with a newline"]),
             ({"corpus_txt": b"mia \xe9\n"}, bpe.main, [], ["corpus.txt is not UTF-8 text"]),
+            ({"corpus_txt": b"\xef\xbb\xbf" + CORPUS}, trace_block.main, [], ["byte-order mark"]),
             ({"corpus_txt": CORPUS.replace(b"\n", b"\r\n")}, bpe.main, ["--check"],
              ["corpus.txt line 1 ends with \\r\\n"]),
             ({"corpus_txt": None}, bpe.main, ["--write"], ["corpus.txt: no such file"]),
@@ -67,8 +68,7 @@ class FileTests(unittest.TestCase):
                 self.assert_one_line(*run_main(main, *args), *parts)
 
     def test_check_compares_bytes_and_names_what_differs(self):
-        recorded = (LAB / "block-trace.json").read_bytes()
-        t = json.loads(recorded)
+        t = json.loads(recorded := (LAB / "block-trace.json").read_bytes())
         t["layernorm_row0"]["mean"] = -0.0
         for expected, data in {
                 "its line ends are \\r\\n": recorded.replace(b"\n", b"\r\n"),
