@@ -47,8 +47,8 @@ def split_chunks(text, pattern=PATTERN):
 def count_pairs(ids, counts=None, weight=1):
     """Add up how often each pair of neighbours occurs in ids, weight times per occurrence.
 
-    >>> count_pairs([1, 2, 3, 1, 2])
-    {(1, 2): 2, (2, 3): 1, (3, 1): 1}
+    >>> count_pairs([1, 2, 3, 1, 2]), count_pairs([1, 2], {(1, 2): 1}, weight=3)
+    ({(1, 2): 2, (2, 3): 1, (3, 1): 1}, {(1, 2): 4})
     """
     counts = {} if counts is None else counts
     for pair in zip(ids, ids[1:]):

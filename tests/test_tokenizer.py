@@ -21,8 +21,7 @@ except ImportError:
 
 FIRST_STORY = ("mia has a red hat. mia goes to the garden. at the garden, mia gives the hat "
                "to ava. now ava has the red hat.")
-# `python3 bpe.py --write` on a copy whose tokenizer.json is stale, run as a maintainer runs it,
-# in a process of its own: started when this module is loaded, so that it goes on meanwhile.
+# `python3 bpe.py --write` on a stale copy, as maintainers run it: a process started on loading
 COPY = tempfile.TemporaryDirectory()
 for _name in ("bpe.py", "corpus.txt"):
     (Path(COPY.name) / _name).write_bytes((LAB / _name).read_bytes())
@@ -77,11 +76,12 @@ class TrainingTests(unittest.TestCase):
                     continue
                 self.assertEqual(bpe.learn_merges(text, size), plain)
 
-    def test_encode_applies_merges_in_the_order_they_were_learned(self):
+    def test_encode_applies_merges_in_the_order_they_were_learned_within_each_chunk(self):
         ab_first = bpe.Tokenizer(["a", "b", "c", "ab", "bc"], [("a", "b"), ("b", "c")])
         bc_first = bpe.Tokenizer(["a", "b", "c", "bc", "ab"], [("b", "c"), ("a", "b")])
-        self.assertEqual((ab_first.tokens("abc"), bc_first.tokens("abc")),
-                         (["ab", "c"], ["a", "bc"]))
+        spaces = bpe.Tokenizer(["a", " ", "  ", " a"], [(" ", " "), (" ", "a")])  # "a", " ", " a"
+        self.assertEqual((ab_first.tokens("abc"), bc_first.tokens("abc"), spaces.tokens("a  a")),
+                         (["ab", "c"], ["a", "bc"], ["a", " ", " a"]))   # not "a", "  ", "a"
 
     def test_chunks_cover_the_text_and_every_token_lies_in_one(self):
         corpus = bpe.read_corpus(LAB / "corpus.txt")
@@ -106,8 +106,7 @@ class TheLabsTokenizerTests(unittest.TestCase):
         self.assertEqual(stories[0], FIRST_STORY)
         self.assertEqual([s for s in stories if not s.endswith(".") or s != s.lower()], [])
         self.assertEqual(tok.vocab[:tok.alphabet_size], sorted(set(corpus)))
-        self.assertEqual(len(tok.vocab), 96)
-        self.assertEqual(len(tok.encode(FIRST_STORY + "\n")), 37)
+        self.assertEqual((len(tok.vocab), len(tok.encode(FIRST_STORY + "\n"))), (96, 37))
         a = tok.tokens("now mia gives the hat to leo.")
         self.assertEqual(a, ["n", "ow", " mia", " gives", " the", " hat", " to", " leo", "."])
         self.assertEqual(tok.tokens("now leo gives the hat to mia."),
@@ -144,18 +143,17 @@ class TheLabsTokenizerTests(unittest.TestCase):
 
     def test_retraining_writes_tokenizer_json_byte_for_byte(self):
         self.addCleanup(COPY.cleanup)          # not left to the end of the run (python3 -X dev)
+        self.assertIn("up to date", run_main(bpe.main, "--check")[1])  # or: the line that differs
         out, err = WRITE.communicate(timeout=120)
         self.assertEqual(WRITE.returncode, 0, err)
         self.assertEqual((Path(COPY.name) / "tokenizer.json").read_bytes(),
                          (LAB / "tokenizer.json").read_bytes())
-        self.assertEqual(run_main(bpe.main, "--check")[0], 0)
 
     def test_check_says_what_is_stale_or_missing_and_the_command_that_fixes_it(self):
         with tempfile.TemporaryDirectory() as tmp:
             path, lines = os.path.join(tmp, "tokenizer.json"), (LAB / "tokenizer.json").read_bytes()
             Path(path).write_bytes(b"".join(lines.splitlines(True)[:98]))      # cut short
-            for where, words in ((path, f"its line 99 is '(the end)', trained now "
-                                        f"'    {json.dumps(tokenizer().vocab[94])}: 94,'"),
+            for where, words in ((path, "its line 99 is '(the end)', trained now '    \""),
                                  (os.path.join(tmp, "no", "tokenizer.json"), "no such file")):
                 code, out, err = run_main(lambda args: bpe.run_reporting_problems(
                     lambda: bpe.check(None, where)))
@@ -175,7 +173,7 @@ class TheLabsTokenizerTests(unittest.TestCase):
             self.assertIn("now mia gives the hat to leo.\n  (corpus.txt lacks some of its letters)",
                           run_main(bpe.main)[1])
 
-    def test_load_refuses_a_file_that_is_not_a_tokenizer(self):
+    def test_load_reads_ids_and_pattern_from_the_file_and_refuses_one_that_is_not_a_tokenizer(self):
         data = json.loads((LAB / "tokenizer.json").read_text(encoding="utf-8"))
         vocab, merges, last = data["vocab"], data["merges"], tokenizer().vocab[-1]
         A, T, V = tokenizer().alphabet_size, TypeError, ValueError
@@ -209,6 +207,8 @@ class TheLabsTokenizerTests(unittest.TestCase):
                                 encoding="utf-8")
                 with self.subTest(case=case), self.assertRaisesRegex(error, message):
                     bpe.Tokenizer.load(path)
+            path.write_text(json.dumps(dict(data, vocab=dict(sorted(vocab.items())), pattern=".")))
+            self.assertEqual(vars(bpe.Tokenizer.load(path)), {**vars(tokenizer()), "pattern": "."})
 
     def test_refusals_of_the_bpe_steps(self):
         tok = tokenizer()
