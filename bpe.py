@@ -232,12 +232,12 @@ class FileProblem(ValueError):
 
 
 def read_text(path):
-    """The text of a UTF-8 file, exactly as stored (line ends untouched)."""
+    """The text of a UTF-8 file without a byte-order mark, exactly as stored (line ends untouched)."""
     with open(os.fspath(path), "rb") as file:     # a missing file: FileNotFoundError
         data = file.read()
+    if data.startswith(b"\xef\xbb\xbf"):            # U+FEFF, which some editors put first
+        raise FileProblem(f"{path} starts with a byte-order mark: save it as UTF-8 without one")
     try:
-        if data.startswith(b"\xef\xbb\xbf"):        # U+FEFF, which some editors put first
-            raise FileProblem(f"{path} starts with a byte-order mark: save it as UTF-8 without one")
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise FileProblem(f"{path} is not UTF-8 text: byte {error.start} cannot be read") from None

@@ -143,7 +143,7 @@ class TheLabsTokenizerTests(unittest.TestCase):
 
     def test_retraining_writes_tokenizer_json_byte_for_byte(self):
         self.addCleanup(COPY.cleanup)          # not left to the end of the run (python3 -X dev)
-        self.assertIn("up to date", run_main(bpe.main, "--check")[1])  # or: the line that differs
+        self.assertIn("up to date", run_main(bpe.main, "--check")[1])  # else: which line differs
         out, err = WRITE.communicate(timeout=120)
         self.assertEqual(WRITE.returncode, 0, err)
         self.assertEqual((Path(COPY.name) / "tokenizer.json").read_bytes(),
