@@ -1,15 +1,15 @@
 """A byte-pair-encoding (BPE) tokenizer on a character base alphabet.
 
-Training numbers the characters of a text 0..A-1 by code point (the base alphabet), then
-merges the most frequent pair of neighbouring tokens into a new token until the vocabulary
-has the size asked for, never across two chunks of the text (" hat", ".", "\n"). Encoding
-applies the merges in the order they were learned. Unlike byte-level BPE, a character the
-corpus never used is refused; there are no special tokens. After the tokenizer: a faster
-training loop ("Speed"), files, the command line (python3 bpe.py --help), input checks.
+Training numbers the characters of a text 0..A-1 by code point (the base alphabet), then merges the
+most frequent pair of neighbouring tokens into a new token until the vocabulary has the size asked
+for, never across two chunks of the text (" hat", ".", "\n"). Encoding applies the merges in the
+order they were learned. Unlike byte-level BPE, a character the corpus never used is refused; there
+are no special tokens. After it: a faster training loop ("Speed"), files, the command line, checks.
 """
 import argparse
 import collections
 import contextlib
+import functools
 import heapq
 import json
 import math
@@ -63,8 +63,7 @@ def best_pair(counts):
     (0, 1)
     """
     check_counts(counts)
-    # the tie rule: the result never depends on the order the counts were filled in
-    return min(counts, key=lambda pair: (-counts[pair], pair))
+    return min(counts, key=lambda pair: (-counts[pair], pair))   # a tie: by pair, not dict order
 
 
 def merge(ids, pair, new_id):
@@ -195,6 +194,11 @@ def learn_merges(text, vocab_size, pattern=PATTERN):
     that hold its pair, so only their pairs leave the counts and come back merged (as in Hugging
     Face tokenizers); a heap keeps the pairs in best_pair's order, so no merge looks at them all."""
     check_training(text, vocab_size, pattern)
+    return tuple(map(list, learned(text, vocab_size, pattern)))    # lists of the caller's own
+
+
+@functools.lru_cache(maxsize=16)    # once per run for a text, size and pattern (tests train often)
+def learned(text, vocab_size, pattern):
     vocab, words, weights = start_training(text, pattern)
     pair_counts, holders = {}, {}      # pair -> its count; pair -> the chunks that hold it
     for w, ids in enumerate(words):
@@ -232,7 +236,7 @@ class FileProblem(ValueError):
 
 
 def read_text(path):
-    """The text of a UTF-8 file without a byte-order mark, exactly as stored (line ends untouched)."""
+    """A UTF-8 file's text, as stored (line ends untouched); a byte-order mark is refused."""
     with open(os.fspath(path), "rb") as file:     # a missing file: FileNotFoundError
         data = file.read()
     if data.startswith(b"\xef\xbb\xbf"):            # U+FEFF, which some editors put first
@@ -266,8 +270,7 @@ def read_json(path):
 
 
 def write_texts(texts):
-    """Write each text of {path: text} as UTF-8 to a temporary file, and only when all are
-    written put them in place of the old files: a failed write (a full disk) changes nothing."""
+    """Write {path: text} in UTF-8 through temporary files: a failed write changes no file."""
     try:
         for path, text in texts.items():   # a folder in a file's place fails here, not at replace
             with open(path if os.path.isdir(path) else f"{path}.tmp", "wb") as file:
@@ -367,8 +370,7 @@ def run_reporting_problems(action, errors="backslashreplace"):
     except OSError as error:
         if error.filename is not None:
             return report(f"cannot use {error.filename}: {error.strerror}")
-        # standard output failed (| head, > /dev/full): send the rest to the null device, so
-        # that Python's flush at exit does not fail again; a broken pipe needs no word
+        # stdout failed (| head, > /dev/full): to the null device, lest the flush at exit fail
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1 if isinstance(error, BrokenPipeError) else report(
@@ -388,8 +390,7 @@ def check_chunks_cover(chunks, text, pattern):       # a custom pattern can skip
         raise ValueError(f"the pattern {pattern!r} skips {text[at:at + 10]!r} at position {at}")
 
 
-def check_corpus(text, name):
-    """Refuse a corpus that is empty, has \\r\\n line ends or does not end its first line."""
+def check_corpus(text, name):      # empty, \r\n line ends, or no end to its first line
     if not text or "\r" in text or "\n" not in text:
         raise FileProblem(f"{name} is empty: it needs at least one story, one per line" if not
                           text else f"{name} line {text.count(chr(10), 0, text.find(chr(13))) + 1}"
@@ -472,7 +473,6 @@ def check_fields(data):
 
 
 def check_text(text, alphabet):
-    """Refuse anything but a str whose every character is in the tokenizer's alphabet."""
     if not isinstance(text, str):
         raise TypeError(f"encode takes a str, not {type(text).__name__}")
     for position, char in enumerate(text):

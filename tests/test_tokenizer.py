@@ -3,8 +3,6 @@ import doctest
 import importlib.util
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import unittest
 from pathlib import Path
@@ -21,15 +19,6 @@ except ImportError:
 
 FIRST_STORY = ("mia has a red hat. mia goes to the garden. at the garden, mia gives the hat "
                "to ava. now ava has the red hat.")
-# `python3 bpe.py --write` on a stale copy, as maintainers run it: a process started on loading
-COPY = tempfile.TemporaryDirectory()
-for _name in ("bpe.py", "corpus.txt"):
-    (Path(COPY.name) / _name).write_bytes((LAB / _name).read_bytes())
-(Path(COPY.name) / "tokenizer.json").write_text("stale\n")
-WRITE = subprocess.Popen([sys.executable, "bpe.py", "--write"], cwd=COPY.name,
-                         env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
 SPEC = importlib.util.spec_from_file_location("make_corpus", LAB / "tools" / "make_corpus.py")
 
 
@@ -74,6 +63,7 @@ class TrainingTests(unittest.TestCase):
                     with self.assertRaisesRegex(ValueError, str(refusal)):
                         bpe.learn_merges(text, size)
                     continue
+                bpe.learn_merges(text, size)[0].append("?")    # a caller's lists: not the next's
                 self.assertEqual(bpe.learn_merges(text, size), plain)
 
     def test_encode_applies_merges_in_the_order_they_were_learned_within_each_chunk(self):
@@ -142,12 +132,12 @@ class TheLabsTokenizerTests(unittest.TestCase):
                 self.assertEqual(theirs.encode(text).ids, tokenizer().encode(text))
 
     def test_retraining_writes_tokenizer_json_byte_for_byte(self):
-        self.addCleanup(COPY.cleanup)          # not left to the end of the run (python3 -X dev)
         self.assertIn("up to date", run_main(bpe.main, "--check")[1])  # else: which line differs
-        out, err = WRITE.communicate(timeout=120)
-        self.assertEqual(WRITE.returncode, 0, err)
-        self.assertEqual((Path(COPY.name) / "tokenizer.json").read_bytes(),
-                         (LAB / "tokenizer.json").read_bytes())
+        with lab_copy(tokenizer_json=b"stale\n") as folder:
+            self.assertEqual(run_main(bpe.main, "--write")[:2],
+                             (0, f"wrote {folder / 'tokenizer.json'}: 96 tokens\n"))
+            self.assertEqual((folder / "tokenizer.json").read_bytes(),
+                             (LAB / "tokenizer.json").read_bytes())
 
     def test_check_says_what_is_stale_or_missing_and_the_command_that_fixes_it(self):
         with tempfile.TemporaryDirectory() as tmp:
