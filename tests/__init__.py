@@ -6,6 +6,9 @@ test: README.md here says what each proves. Run them all, with the twelve, from 
 import contextlib
 import functools
 import io
+import json
+import runpy
+import sys
 import tempfile
 from pathlib import Path
 from unittest import mock
@@ -29,11 +32,22 @@ def run_main(main, *args):
 
 @functools.lru_cache(maxsize=None)
 def shown():
-    """What trace_block.py --show prints, made once per run (a dozen forward passes), shared."""
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        trace_block.show()
-    return out.getvalue()
+    """What `python3 trace_block.py --show` prints, the script run in this process, __main__ and
+    all: made once per run (a dozen forward passes), shared; a failed run fails every user."""
+    with mock.patch.object(sys, "argv", [str(LAB / "trace_block.py"), "--show"]):
+        code, out, err = run_main(lambda _: runpy.run_path(sys.argv[0], run_name="__main__"))
+    if code != 0 or err:
+        raise AssertionError(f"trace_block.py --show exited with {code}: {err}")
+    return out
+
+
+def recorded():
+    return json.loads((LAB / "block-trace.json").read_text(encoding="utf-8"))
+
+
+def the_recorded_trace():
+    """trace() answered from block-trace.json, for the command-line tests not about figures."""
+    return mock.patch.object(trace_block, "trace", lambda tok=None, story=None: recorded())
 
 
 @contextlib.contextmanager

@@ -11,7 +11,7 @@ from unittest import mock
 import bpe
 import trace_block
 from test_model import ball, tiny
-from tests import LAB, lab_copy, run_main
+from tests import LAB, lab_copy, run_main, the_recorded_trace
 
 CORPUS = (LAB / "corpus.txt").read_bytes()
 FIRST = CORPUS[:CORPUS.index(b"\n")]
@@ -90,7 +90,8 @@ class FileTests(unittest.TestCase):
                            ("block-trace.json", [(trace_block.main, ["--write"])])):
             for main, args in runs:
                 with self.subTest(file=name, command=[main.__module__] + args), \
-                        lab_copy(**{name.replace(".", "_").replace("-", "_"): None}) as folder:
+                        lab_copy(**{name.replace(".", "_").replace("-", "_"): None}) as folder, \
+                        the_recorded_trace():          # --write: not about the figures
                     (folder / name).mkdir()
                     self.assert_one_line(*run_main(main, *args), name)
 
@@ -110,8 +111,7 @@ class FileTests(unittest.TestCase):
         for patch, why in failures:
             for main, name in ((trace_block.main, "block-trace.json"), (bpe.main, "tokenizer.json")):
                 with self.subTest(file=name, why=why), lab_copy() as folder, patch, \
-                        mock.patch.object(trace_block, "trace", lambda: json.loads(
-                            (LAB / "block-trace.json").read_text(encoding="utf-8"))):
+                        the_recorded_trace():
                     self.assert_one_line(*run_main(main, "--write"), f"cannot write {folder / name}: "
                                          f"{why}; the old file is unchanged" if why else "interrupted")
                     self.assertEqual((folder / name).read_bytes(), (LAB / name).read_bytes())

@@ -1,10 +1,7 @@
 """trace_block.py: the figures block-trace.json holds, the command line, and the pictures."""
 import doctest
-import json
 import math
-import os
 import runpy
-import subprocess
 import sys
 import unittest
 from unittest import mock
@@ -12,27 +9,13 @@ from unittest import mock
 import model
 import trace_block
 from test_model import series, tokenizer
-from tests import LAB, lab_copy, run_main, shown
+from tests import LAB, lab_copy, recorded, run_main, shown, the_recorded_trace
 from tests.test_mistakes import MASK, planted
-
-# `python3 trace_block.py --show` as learners run it: a process started on loading, run meanwhile
-SHOW = subprocess.Popen([sys.executable, "trace_block.py", "--show"], cwd=LAB,
-                        env=dict(os.environ, PYTHONIOENCODING="utf-8", PYTHONDONTWRITEBYTECODE="1"),
-                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def load_tests(loader, tests, pattern):
     tests.addTests(doctest.DocTestSuite(trace_block))
     return tests
-
-
-def recorded():
-    return json.loads((LAB / "block-trace.json").read_text(encoding="utf-8"))
-
-
-def the_recorded_trace():
-    """trace() answered from block-trace.json, for the command-line tests not about figures."""
-    return mock.patch.object(trace_block, "trace", lambda tok=None, story=None: recorded())
 
 
 class TraceTests(unittest.TestCase):
@@ -184,7 +167,3 @@ class PictureTests(unittest.TestCase):
             text = run_main(trace_block.main, "--show")[1]
         self.assertIn("the causal mask leaks", " ".join(text.split()))
         self.assertNotIn("no position looks at a later one", " ".join(self.text.split()) and text)
-
-    def test_the_script_prints_the_same_pictures_and_exits_0(self):
-        out, err = SHOW.communicate(timeout=120)
-        self.assertEqual((SHOW.returncode, out.decode("utf-8")), (0, self.text), err.decode())
