@@ -32,10 +32,10 @@ def series():
     return trace_block.build(tokenizer(), SERIES)
 
 
-def tiny(module=model):
-    """The small copy's parameters (1,060), made afresh (a test may change them): gains and biases
-    away from 1 and 0, and Wq, Wk 50 times larger (attention not uniform), so every step counts."""
-    p, rng = module.init_params(96, **TINY), random.Random(4)
+def tiny(module=model, p=None):
+    """The small copy's parameters (1,060), fresh (a test may change them) or p's, changed in place:
+    gains and biases away from 1 and 0, Wq, Wk 50 times larger: attention not uniform."""
+    p, rng = p or module.init_params(96, **TINY), random.Random(4)
     for name in ("ln1_g", "ln1_b", "b1", "ln2_g", "ln2_b", "b2", "lnf_g", "lnf_b", "b_out"):
         p[name] = [rng.uniform(0.5, 1.5) if name[-1] == "g" else rng.gauss(0, 0.1) for _ in p[name]]
     p["Wq"], p["Wk"] = ([[50.0 * w for w in row] for row in p[name]] for name in ("Wq", "Wk"))
@@ -161,7 +161,7 @@ def where_it_departs(module=model):
         if change := moved(drawn.get(name), values, name):
             return (f"init_params draws other numbers ({change}): one random.Random(seed) draws "
                     f"gauss(0.0, 0.02) for each matrix, in turn, row by row; gains 1.0, biases 0.0")
-    found = forward_steps(module, p := tiny(module), recorded["ids"])     # p: as it comes back
+    found = forward_steps(module, p := tiny(module, drawn), recorded["ids"])  # p: as it comes back
     for name in list(MADE_IN)[:list(MADE_IN).index("d_logits")]:
         if name in found and (change := moved(found[name], recorded["forward"][name], name)):
             return f"Forward departs first at {MADE_IN[name]}. {change}"

@@ -198,8 +198,9 @@ def sum_left_to_right(terms):
 
 class LearnerMistakes(unittest.TestCase):
 
-    def setUp(self):     # a mistake planted on top of one already in model.py says nothing
-        self.assertIn("backward are unchanged", test_model.where_it_departs(), "model.py departs")
+    @classmethod
+    def setUpClass(cls):    # a mistake planted on top of one already in model.py says nothing
+        cls().assertIn("backward are unchanged", test_model.where_it_departs(), "model.py departs")
 
     def test_the_lesson_s_first_failure_names_each_mistake(self):
         for what, edits, named in NAMED_BY_THE_TWELVE:
