@@ -173,7 +173,7 @@ def where_it_departs(module=model):
     if changed := [name for name, fresh in tiny(module).items() if p[name] != fresh]:
         return f"p's own {changed[0]} was changed in place (by backward or forward): make new lists"
     return ("Forward and backward are unchanged on the small copy, with positions: look at what "
-            "trace_block.py works out from them (its inputs and targets, the finite differences).")
+            "trace_block.py works out, or whether --write wrote block-trace.json from broken code.")
 
 
 ################ 1. The recorded trace

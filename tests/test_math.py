@@ -191,7 +191,9 @@ class GradientTests(unittest.TestCase):
         through all 7,440 parameters at once, on the ball sentence; and on a model as narrow
         as the small copy with the series' 64 positions, at 1 token and at all 64."""
         rng, h = random.Random(64), 1e-5
-        narrow = model.init_params(96, 4, 8, 64, 3)
+        narrow = trace_block.build(tokenizer(), {**trace_block.TINY, "max_len": 64})   # P 64, H 8
+        self.assertEqual([model.shape(narrow[n]) for n in ("pos_emb", "W1", "W2")],
+                         [(64, 4), (4, 8), (8, 4)], "a size handed to the wrong dimension")
         for case, p, ids in (("the series model", series(), ball()),
                              ("1 token", narrow, [rng.randrange(96) for _ in range(2)]),
                              ("64 tokens", narrow, [rng.randrange(96) for _ in range(65)])):
@@ -227,7 +229,8 @@ class GradientTests(unittest.TestCase):
         self.assertEqual(kinks, [("W1", 0, 0), ("W1", 1, 0), ("W1", 2, 0), ("W1", 3, 0), ("b1", 0)])
         grads = trace_block.backward_gradients(p, x, y)
         report = trace_block.compare_gradients(grads, numeric, kinks)
-        self.assertEqual((report["parameters_checked"], report["kinks"]), (40 - 5, kinks))
+        self.assertEqual((report["parameters_checked"], report["kinks"]), (40 - 5, kinks),
+                         "compare_gradients: b1 and W1's 40 entries, the 5 kinks left out")
         self.assertLess(report["max_abs_error"], TOLERANCE)
         # counted anyway (as gradient_error does), the kink's slope is not its derivative
         self.assertGreater(trace_block.compare_gradients(grads, numeric)["max_abs_error"], 1e-5)
@@ -261,7 +264,7 @@ class GradientTests(unittest.TestCase):
         for use_positions in (True, False):
             logits, _ = model.forward(p, ids[:-1], use_positions)
             self.assertEqual(model.sequence_loss(p, ids[:-1], ids[1:], use_positions),
-                             model.loss_and_dlogits(logits, ids[1:])[0])
+                             model.loss_and_dlogits(logits, ids[1:])[0], f"{use_positions=}")
 
     def test_the_speed_section_gives_what_the_plain_lines_give(self):
         """Bit for bit: matmul_skipping_zeros against matmul's plain line (zeros first, last or amid

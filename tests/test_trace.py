@@ -21,7 +21,7 @@ def load_tests(loader, tests, pattern):
 class TraceTests(unittest.TestCase):
 
     def test_the_recorded_trace_holds_the_figures_the_spec_names(self):
-        """(test_recorded_trace holds the file to the code; this holds it to SPEC.md §5.)"""
+        """(test_recorded_trace holds the file to the code; this, to the series' specification.)"""
         t = recorded()
         self.assertEqual(list(t), "story story_tokens series_config vocab_size parameter_count "
                          "parameters_by_tensor shapes initial_loss uniform_loss layernorm_row0 "
@@ -52,8 +52,8 @@ class TraceTests(unittest.TestCase):
         """The largest absolute error of all tensors (a nan: the worst), each gap to 4 places."""
         with mock.patch.multiple(trace_block, exact_gaps=lambda p, tok, use: [0.123456 * use, 0.0],
                                  numeric_gradients=lambda *_: ({"b": [1.0, 3.0], "c": [0.0]}, []),
-                                 backward_gradients=lambda *_: {"b": [1.5, 2.0], "c": [0.25]}):
-            self.assertEqual(trace_block.gradient_error(None, [], []), 1.0)
+                                 backward_gradients=lambda *_: {"b": [1.5, 2.0], "c": [1.25]}):
+            self.assertEqual(trace_block.gradient_error(None, [], []), 1.25)    # |0.0 - 1.25|
             self.assertEqual(trace_block.position_gaps(None, None, True), [0.1235, 0.0])
         nan = trace_block.compare_gradients({"b": [math.nan, 1.0]}, {"b": [1.0, 1.0]})
         self.assertEqual([nan["max_abs_error"], nan["errors_by_tensor"]["b"]], [math.inf] * 2)
