@@ -197,7 +197,7 @@ def learn_merges(text, vocab_size, pattern=PATTERN):
     return tuple(map(list, learned(text, vocab_size, pattern)))    # lists of the caller's own
 
 
-@functools.lru_cache(maxsize=16)    # once per run for a text, size and pattern (tests train often)
+@functools.lru_cache(maxsize=16)    # the last 16 texts, sizes, patterns: trained once each
 def learned(text, vocab_size, pattern):
     vocab, words, weights = start_training(text, pattern)
     pair_counts, holders = {}, {}      # pair -> its count; pair -> the chunks that hold it

@@ -30,12 +30,17 @@ def run_main(main, *args):
     return code, out.getvalue(), err.getvalue()
 
 
+def run_script(path, *args):
+    """Run `python3 path args` in this process, as a script, __main__ and all: (code, out, err)."""
+    with mock.patch.object(sys, "argv", [str(path), *args]):
+        return run_main(lambda _: runpy.run_path(str(path), run_name="__main__"))
+
+
 @functools.lru_cache(maxsize=None)
 def shown():
     """What `python3 trace_block.py --show` prints, the script run in this process, __main__ and
     all: made once per run (a dozen forward passes), shared; a failed run fails every user."""
-    with mock.patch.object(sys, "argv", [str(LAB / "trace_block.py"), "--show"]):
-        code, out, err = run_main(lambda _: runpy.run_path(sys.argv[0], run_name="__main__"))
+    code, out, err = run_script(LAB / "trace_block.py", "--show")
     if code != 0 or err:
         raise AssertionError(f"trace_block.py --show exited with {code}: {err}")
     return out

@@ -1,15 +1,13 @@
 """trace_block.py: the figures block-trace.json holds, the command line, and the pictures."""
 import doctest
 import math
-import runpy
-import sys
 import unittest
 from unittest import mock
 
 import model
 import trace_block
 from test_model import series, tokenizer
-from tests import LAB, lab_copy, recorded, run_main, shown, the_recorded_trace
+from tests import LAB, lab_copy, recorded, run_main, run_script, shown, the_recorded_trace
 from tests.test_mistakes import MASK, planted
 
 
@@ -129,8 +127,8 @@ class CommandLineTests(unittest.TestCase):
     def test_the_maintainers_tools_answer_help_with_usage_and_run_nothing(self):
         for tool in (f"{LAB}/bpe.py", f"{LAB}/tools/break_it.py", f"{LAB}/tools/record_steps.py"):
             # as scripts, __main__ and all (past --help, record_steps.py would write steps.json)
-            with self.subTest(tool=tool), mock.patch.object(sys, "argv", [tool, "--help"]):
-                code, out, _ = run_main(lambda _: runpy.run_path(sys.argv[0], run_name="__main__"))
+            with self.subTest(tool=tool):
+                code, out, _ = run_script(tool, "--help")
                 self.assertTrue(code == 0 and out.startswith("usage: ") and "wrote" not in out, out)
 
 
