@@ -440,7 +440,6 @@ def linear_relu_backward(d_m, act, W2):
 
 
 ################ Input checks (you can skip this section)
-# Each public function checks its input first: a ValueError or TypeError names the argument and why.
 
 HUGE = 2.0 ** 500       # about 3e150: a row longer than this (√Σx²) could overflow its squares
 BIG = 1e20              # parameter or d_logits rows longer than this could overflow a gradient
@@ -514,12 +513,14 @@ def cached(cache, maker, *keys):
     return [cache[key] for key in keys]
 
 
-def check_sizes(who, **sizes):
-    """Refuse sizes that are not ints of at least 1, or 0 for a seed (None draws anew; -3 is 3)."""
-    for name, n in sizes.items():
+def check_sizes(who, **s):
+    """Refuse sizes that are not ints of at least 1 (a seed: 0), or that make over 1e8 numbers."""
+    for name, n in s.items():
         if type(n) is not int or n < (name in SIZES):
             raise (ValueError if type(n) is int else TypeError)(
-                f"{who}: {name} must be an int of at least {int(name in SIZES)}, not {n!r}")
+                f"{who}: {name} must be an int of at least {int(name in SIZES)}, not {n!r:.30}")
+    if (d := s["d"]) * (2 * s["vocab"] + s["max_len"] + 4 * d + 2 * s["hidden"]) > 1e8:  # matrices
+        raise ValueError(f"{who}: these sizes make over 1e8 numbers (3 GB as Python floats)")
 
 
 def check_finite(who, bound=HUGE, **tensors):
@@ -581,10 +582,9 @@ def check_forward(p, ids, use_positions):
 
 def check_loss(logits, targets):
     """Refuse logits that are not T rows of V finite scores, or targets that do not fit them."""
-    sizes = check("loss_and_dlogits(logits: T V)", logits)
-    check_ids(targets, sizes["V"], "target IDs")
-    if len(targets) != sizes["T"]:
-        raise ValueError(f"{sizes['T']} positions but {len(targets)} targets")
+    check_ids(targets, check("loss_and_dlogits(logits: T V)", logits)["V"], "target IDs")
+    if len(targets) != len(logits):
+        raise ValueError(f"{len(logits)} positions but {len(targets)} targets")
     check_finite("loss_and_dlogits", logits=logits)
 
 

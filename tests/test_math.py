@@ -424,6 +424,9 @@ class Refusals(unittest.TestCase):
         self.assert_refused([
             *[(f"sizes {args}", lambda args=args: model.init_params(*args, seed=3), ValueError,
                "must be an int of at least 1") for args in ((96, 0, 64, 64), (0, 16, 64, 64))],
+            *[(f"sizes {args!s:.40}", lambda args=args: model.check_sizes("init_params", **dict(zip(
+                model.SIZES, args)), seed=3), ValueError, "init_params: these sizes make over 1e8 "
+               "numbers") for args in ((96, 10**4, 64, 64), (10**400, 16, 64, 64))],
             ("d of 16.0", lambda: model.init_params(96, 16.0, 64, 64, 3), TypeError,
              "d must be an int"),
             ("a negative seed", lambda: model.init_params(96, 16, 64, 64, -3), ValueError,
