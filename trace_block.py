@@ -584,7 +584,7 @@ def check_gradients_fit(grads, numeric):
     """Refuse two dicts of gradients unless grads holds numeric's names, in its shapes."""
     if not isinstance(grads, dict) or not isinstance(numeric, dict):
         raise TypeError(f"the gradients must be dicts, as backward() returns, not {grads!r:.40}")
-    for name, t in numeric.items():
+    for name, t in reversed(numeric.items()):   # b_out first: about the order backward makes them
         found = model.dims(grads.get(name), "backward()", f"its gradient of {name}", numbers=True)
         if found != model.shape(t):
             raise ValueError(f"backward()'s gradient of {name} is {found}: it must have the "

@@ -355,8 +355,8 @@ class Refusals(unittest.TestCase):
              ValueError, r"the cache's token IDs outside the vocabulary of size 96: \[200\]"),
             *[(f"a cache from before {n} changed in place", lambda n=n: changed_in_place(n),
                ValueError, "p has changed since") for n in model.PARAM_NAMES],
-            ("a gradient of another shape, compared", lambda: trace_block.compare_gradients(
-                {**tiny_p, "b_out": [0.0] * 8}, tiny_p), ValueError, re.escape(
+            ("two of other shapes: backward's first named", lambda: trace_block.compare_gradients(
+                {**tiny_p, "tok_emb": [[0.0]], "b_out": [0.0] * 8}, tiny_p), ValueError, re.escape(
                 "gradient of b_out is (8,): it must have the shape of b_out, (96,)"))])
 
     def test_the_loss(self):
