@@ -21,9 +21,7 @@ REPEATED = [7, 89, 46, 7, 85, 30, 89, 53, 4]   # 7 and 89 repeat; 8 inputs, one 
 
 ################ Shared: the tokenizer, the two models, the sentences
 
-@lru_cache(maxsize=None)
-def tokenizer():
-    return trace_block.load_tokenizer()
+tokenizer = lru_cache(lambda: trace_block.load_tokenizer())     # loaded once
 
 
 @lru_cache(maxsize=None)
@@ -226,24 +224,26 @@ class Mechanism(unittest.TestCase):
                                    f"by its std, the square root of the variance over d?")
 
     def test_layernorm_backward_with_nonunit_gains(self):
-        """d_x, d_g and d_b, gains other than 1: central differences of a weighted sum of y."""
+        """d_x, d_g and d_b, gains other than 1, by central differences; x and dy left unchanged."""
         rng, h = random.Random(2), 1e-6
         x, weights = ([[rng.gauss(0, 1) for _ in range(5)] for _ in range(3)] for _ in "xw")
         g, b = [rng.uniform(0.5, 2.0) for _ in range(5)], [rng.uniform(-1, 1) for _ in range(5)]
 
-        def loss():   # a scalar that depends on every output: the sum of y · weights
+        def loss(row, c, value):   # row[c] = value, then a scalar of every output: Σ y · weights
+            row[c] = value
             y, _ = model.layernorm_forward(x, g, b)
             return math.fsum(o * w for ro, rw in zip(y, weights) for o, w in zip(ro, rw))
 
+        given = repr((x, weights))
         d_x, d_g, d_b = model.layernorm_backward(weights, g, model.layernorm_forward(x, g, b)[1])
+        if repr((x, weights)) != given:      # the differences below would measure another x
+            self.fail("layernorm_forward or layernorm_backward changed x or dy in place: write "
+                      "the results into new lists")
         wrong = []
         for name, values, analytic in (("d_x", x, d_x), ("d_g", [g], [d_g]), ("d_b", [b], [d_b])):
             for r, (row, a_row) in enumerate(zip(values, analytic)):
                 for c, kept in enumerate(row):
-                    row[c] = kept + h
-                    up = loss()
-                    row[c] = kept - h
-                    slope = (up - loss()) / (2 * h)
+                    slope = (loss(row, c, kept + h) - loss(row, c, kept - h)) / (2 * h)
                     row[c] = kept
                     if not abs(slope - a_row[c]) < 1e-8 and name not in "".join(wrong):
                         wrong.append(f"{name}[{r}][{c}]: backward {a_row[c]:.6g}, finite "

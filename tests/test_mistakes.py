@@ -163,7 +163,10 @@ NAMED_BY_ONE_TEST = [
      "without positions, pos_emb rows [0, 1, 2]"),
     ("use_positions=False ignored", [("    if use_positions:\n", "    if True:\n")],
      (test_model.FailureCases, "test_without_positions_the_last_position_cannot_see_word_order"),
-     "is pos_emb left out")]
+     "is pos_emb left out"),
+    *[(f"layer norm changing {arg} in place", [(f"{new} = [", f"{new} = {arg}; {new}[:] = [")],
+       (test_model.Mechanism, "test_layernorm_backward_with_nonunit_gains"),
+       "changed x or dy in place") for new, arg in (("centred", "row"), ("d_xhat", "dy_t"))]]
 LENGTHS = [(math_tests.GradientTests, "test_forward_takes_every_length_from_1_to_its_positions")]
 # (the mistake, its edits, the tests of this lab's own that must catch it)
 CAUGHT_BY_THE_LAB = [
