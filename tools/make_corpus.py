@@ -213,7 +213,7 @@ def read_stories(path=STORIES_PATH):
             story, where = line.rstrip("\n"), f"{os.path.relpath(path)} line {number}"
             if not story.strip() or story.startswith("#"):
                 continue
-            bad = [word for word in story.split() if set(word) - set(ALPHABET)]
+            bad = [word for word in story.split(" ") if set(word) - set(ALPHABET)]
             problem = (f"{', '.join(map(repr, bad))}: a story is written in lower case a to z "
                        f"without f, j, q and x, with spaces, commas, full stops and apostrophes"
                        if bad else "a story ends with a full stop" if not story.endswith(".")
