@@ -551,7 +551,7 @@ def check_sentences(tok):
     if lengths[0] != lengths[1] or lengths[2] > most:
         raise FileProblem(f"{TOKENIZER_FILE.name} gives the order sentences {lengths[:2]} tokens "
                           f"(equal needed), {GRADIENT_SENTENCE!r} {lengths[2]} ({most} at most): "
-                          f"if make_corpus.py --check and bpe.py --check pass, encode is at fault")
+                          f"corpus.txt is not tools/make_corpus.py's (its --check), or encode errs")
     return tok
 
 
