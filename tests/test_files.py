@@ -100,7 +100,7 @@ class FileTests(unittest.TestCase):
         seventy = bpe.Tokenizer.train(bpe.read_corpus(), 70)    # more tokens to a sentence
         for tok, words in ((without_w, ["tokenizer.json cannot encode 'now mia gives the hat to "
                                         "leo.'", "python3 bpe.py --write"]),
-                           (seventy, ["'mia has a red ball.'", "(9 at most)", "make_corpus.py's (its --check)"])):
+                           (seventy, ["'mia has a red ball.'", "(9 at most)", "(its --check)"])):
             with self.subTest(vocab=len(tok.vocab)), lab_copy(tokenizer_json=tok.to_json().encode()):
                 self.assert_one_line(*run_main(trace_block.main, "--show"), *words)
 
