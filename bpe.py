@@ -101,7 +101,7 @@ def learn_merges_plainly(text, vocab_size, pattern=PATTERN):
     >>> learn_merges_plainly("aaabdaaabac", 7)
     (['a', 'b', 'c', 'd', 'aa', 'ab', 'aaab'], [(0, 0), (0, 1), (4, 5)], [4, 2, 2])
     """
-    check_training(text, vocab_size, pattern)       # start_training checks the pattern
+    check_training(text, vocab_size, pattern)
     vocab, words, weights = start_training(text, pattern)
     merges, counts = [], []
     while len(vocab) < vocab_size:
@@ -316,8 +316,7 @@ def demo():
     tokenizer = Tokenizer(vocab, [(vocab[left], vocab[right]) for left, right in merges])
     A = tokenizer.alphabet_size
     print(f"base alphabet: {A} characters, ids 0..{A - 1}: {shown(''.join(vocab[:A]))}")
-    print(f"{len(merges)} merges, ids {A}..{len(vocab) - 1}, each with how often its pair "
-          f"occurred when it was merged:")
+    print(f"{len(merges)} merges, ids {A}..{len(vocab) - 1}, each with its pair's count then:")
     for new_id, ((left, right), count) in enumerate(zip(merges, counts), A):
         pair = f"{shown(vocab[left])} + {shown(vocab[right])}"
         print(f"  {new_id:3}  {pair:>18} -> {shown(vocab[new_id]):<10} {count:5}")
@@ -414,7 +413,7 @@ def check_pattern(pattern):
     try:
         if re.compile(pattern).groups:
             raise ValueError(f"pattern {pattern!r} has a capturing group; write (?:...) instead")
-    except (re.error, TypeError) as error:
+    except (re.error, TypeError, OverflowError) as error:     # OverflowError: "a{99999999999}"
         raise (TypeError if isinstance(error, TypeError) else ValueError)(
             f"pattern {pattern!r} is not a regular expression: {error}") from None
 
@@ -426,6 +425,7 @@ def check_training(text, vocab_size, pattern):
     if not text or vocab_size < len(set(text)):
         raise FileProblem(f"vocabulary size {vocab_size} is smaller than the base alphabet of "
                           f"the text, {len(set(text))} characters" if text else "empty text")
+    check_pattern(pattern)                          # before the cache of learned() hashes it
 
 
 def check_tokenizer_parts(vocab, merges, pattern):

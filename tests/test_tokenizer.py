@@ -3,6 +3,7 @@ import doctest
 import importlib.util
 import json
 import os
+import re
 import tempfile
 import unittest
 from pathlib import Path
@@ -178,8 +179,8 @@ class TheLabsTokenizerTests(unittest.TestCase):
             ("version 2", {**data, "version": 2}, V, "version 2 is not supported"),
             ("version a bool", {**data, "version": True}, T, "'version' must be of type int"),
             ("a pattern with a group", {**data, "pattern": "( ?\\w+)"}, V, "a capturing group"),
-            ("a pattern that does not compile", {**data, "pattern": "("}, V,
-             "pattern '\\(' is not a regular expression"),
+            *[(f"the pattern {p}", {**data, "pattern": p}, V, re.escape(f"pattern {p!r} is not a "
+               "regular expression")) for p in ("(", "a{99999999999}")],   # the last: too many
             *[(f"a merge: {why}", {**data, "merges": [pair] + merges[1:]}, V, f"merge 0 .*{why}")
               for pair, why in ((["Q", "t"], "uses 'Q', which is not in vocab"),
                                 (["t", " "], f"makes 't ', not token {A}"),
@@ -213,6 +214,8 @@ class TheLabsTokenizerTests(unittest.TestCase):
                 ("past what the text reaches", lambda: bpe.Tokenizer.train("ab ab", 6),
                  ValueError, "no pair left to merge"),
                 ("bytes", lambda: bpe.Tokenizer.train(b"abc", 3), TypeError, "a str"),
+                ("a pattern of a list", lambda: bpe.learn_merges("abc", 3, [" "]), TypeError,
+                 r"pattern \[' '\] is not a regular expression"),
                 ("a size of True", lambda: bpe.Tokenizer.train("abc", True), TypeError, "an int"),
                 ("encode 'Mia'", lambda: tok.encode("Mia"), ValueError, "'M' at position 0"),
                 ("encode bytes", lambda: tok.encode(b"mia"), TypeError, "encode takes a str"),
