@@ -58,11 +58,9 @@ def trace(tok=None, story=None):
     row0, d = cache["h1"][0], SERIES["d"]                   # LN1's output at position 0
     report = small_copy_check(len(tok.vocab), tuple(tok.encode(GRADIENT_SENTENCE)))
     return {
-        "story": story,
-        "story_tokens": len(ids),
+        "story": story, "story_tokens": len(ids),
         "series_config": dict(SERIES),                      # copies: the trace is the caller's
-        "vocab_size": len(tok.vocab),
-        "parameter_count": model.count_params(p),
+        "vocab_size": len(tok.vocab), "parameter_count": model.count_params(p),
         "parameters_by_tensor": {name: list(model.shape(t)) for name, t in p.items()},
         "shapes": {name: list(model.shape(value)) for name, value in (
             ("x0", cache["x0"]), ("attention_weights", cache["att"]["weights"]),
@@ -82,8 +80,7 @@ def trace(tok=None, story=None):
             "gaps_by_position_without_positions": position_gaps(p, tok, False),
         },
         "gradient_check": {
-            "config": dict(TINY),
-            "parameters_checked": report["parameters_checked"],
+            "config": dict(TINY), "parameters_checked": report["parameters_checked"],
             "max_error_rounded": round(report["max_abs_error"], 7),
         },
     }
@@ -317,7 +314,7 @@ def differences(old, new, where=""):
 def time_steps(lengths=(8, 16, 32, 64), repeats=9):
     """The median milliseconds of repeats training steps (forward, loss, backward) at each
     length T, on the start of the corpus."""
-    check_lengths(lengths)
+    check_timing(lengths, repeats)
     tok = load_tokenizer()
     p = build(tok, SERIES)
     ids = corpus_ids(tok, max(lengths) + 1)
@@ -591,9 +588,12 @@ def check_gradients_fit(grads, numeric):
                              f"shape of {name}, {model.shape(t)}")
 
 
-def check_lengths(lengths):
-    if not lengths or not all(type(T) is int and 1 <= T <= SERIES["max_len"] for T in lengths):
+def check_timing(lengths, repeats):
+    if not isinstance(lengths, (list, tuple)) or not lengths or not all(
+            type(T) is int and 1 <= T <= SERIES["max_len"] for T in lengths):
         raise ValueError(f"lengths must be ints from 1 to {SERIES['max_len']}, not {lengths!r}")
+    if type(repeats) is not int or not 1 <= repeats <= 1000:
+        raise ValueError(f"repeats must be an int from 1 to 1000, not {repeats!r:.30}")
 
 
 if __name__ == "__main__":

@@ -460,8 +460,8 @@ class Refusals(unittest.TestCase):
                 *[("step must be a positive", lambda s=s: trace_block.numeric_gradients(
                     p, x, y, step=s)) for s in (0, 1e30)],
                 ("names must be a list", lambda: trace_block.numeric_gradients(p, x, y, names=5)),
-                *[("lengths must be ints from 1 to 64", lambda T=T: trace_block.time_steps((T,)))
-                  for T in (0, 65)])],
+                *[(why, lambda a=a: trace_block.time_steps(*a)) for a, why in [(((T,),), "lengths "
+                  "must be ints from 1 to 64") for T in (0, 65)] + [(((8,), 0), "repeats must")]])],
             *[(f"trace_block: {why}", call, TypeError, why) for why, call in (
                 ("expected a tokenizer", lambda: trace_block.build("bpe", trace_block.TINY)),
                 ("the gradients must be dicts", lambda: trace_block.compare_gradients([], {})))]])
