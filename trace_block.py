@@ -567,9 +567,9 @@ def check_story(ids, max_len):
 
 
 def check_nudging(p, step, names):
-    """Refuse a step that is not a number in (0, 1], and names that are not p's."""
-    if type(step) not in (int, float) or not 0 < step <= 1:     # past 1 it estimates no derivative
-        raise ValueError(f"step must be a positive number of at most 1, such as 1e-6, not {step!r}")
+    """Refuse a step that is not a number in [1e-12, 1], and names that are not p's."""
+    if type(step) not in (int, float) or not 1e-12 <= step <= 1:   # 1e-17 gave gradients of 0
+        raise ValueError(f"step must be a number from 1e-12 to 1, such as 1e-6, not {step!r}")
     model.check_params(p)
     if names is not None and not (isinstance(names, (list, tuple))
                                   and all(isinstance(name, str) and name in p for name in names)):
