@@ -527,8 +527,8 @@ def run(args):
         figures = trace()
         print("\n".join(summary(figures)))
         ok, message = check(figures=figures)
-        print("\n" + (message if ok else f"{TRACE_FILE.name} holds other figures: run "
-                      f"python3 trace_block.py --check to see which."))
+        print("\n" + (message if ok or not TRACE_FILE.exists() else f"{TRACE_FILE.name} holds "
+                      f"other figures: run python3 trace_block.py --check to see which."))
     return 0
 
 

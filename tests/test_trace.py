@@ -65,10 +65,11 @@ class CommandLineTests(unittest.TestCase):
         self.assertIn("the last position: 0.0 without position embeddings, 0.001282 with them", out)
         self.assertIn("largest error 0.0000000", out)
         self.assertTrue(out.endswith("block-trace.json is up to date.\n"))
-        stale = {**recorded(), "initial_loss": 4.0}
-        with lab_copy(block_trace_json=trace_block.to_json(stale).encode()), the_recorded_trace():
-            self.assertIn("holds other figures: run python3 trace_block.py --check",
-                          run_main(trace_block.main)[1])
+        stale = trace_block.to_json({**recorded(), "initial_loss": 4.0}).encode()
+        for data, said in ((stale, "holds other figures: run python3 trace_block.py --check"),
+                           (None, "is missing. Run: python3 trace_block.py --write")):
+            with self.subTest(said=said), lab_copy(block_trace_json=data), the_recorded_trace():
+                self.assertIn(said, run_main(trace_block.main)[1])
 
     def test_json_prints_the_trace_as_the_file_holds_it(self):
         with the_recorded_trace():
@@ -76,8 +77,7 @@ class CommandLineTests(unittest.TestCase):
                              (0, (LAB / "block-trace.json").read_text(encoding="utf-8"), ""))
 
     def test_check_names_each_figure_that_moved_and_says_when_to_write(self):
-        stale = recorded()
-        stale["initial_loss"] = 4.0
+        stale = {**recorded(), "initial_loss": 4.0}
         stale["order_test"]["gaps_by_position_without_positions"][8] = 0.5
         with the_recorded_trace():
             self.assertEqual(run_main(trace_block.main, "--check"),
