@@ -86,9 +86,9 @@ GRADIENTS = [name for names, _ in BACKWARD_STEPS for name in names.split()]   # 
 
 def forward_steps(module, p, ids):
     """Forward's intermediate results on ids[:-1] (FORWARD_STEPS's names; an entry a cache
-    does not hold is left out), the logits, and the loss of predicting ids[1:]."""
+    does not hold is left out), the logits as forward returns them, and the loss of ids[1:]."""
     logits, cache = module.forward(p, ids[:-1])
-    found = {"logits": logits, "loss": module.loss_and_dlogits(logits, ids[1:])[0]}
+    found = {"logits": [*map(list, logits)], "loss": module.loss_and_dlogits(logits, ids[1:])[0]}
     for name in list(MADE_IN)[:list(MADE_IN).index("logits")]:
         value = cache
         for key in name.split("."):

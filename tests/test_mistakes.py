@@ -204,8 +204,8 @@ class LearnerMistakes(unittest.TestCase):
     @classmethod
     def setUpClass(cls):    # a mistake planted on top of one already in model.py says nothing
         if "backward are unchanged" not in (where := test_model.where_it_departs()):
-            raise AssertionError(f"model.py itself departs, so no mistake planted in it can be "
-                                 f"told apart; test 1 says the same. {where}")
+            raise AssertionError(f"model.py itself departs from tests/steps.json, so no "
+                                 f"mistake planted in it can be told apart. {where}")
 
     def test_the_lesson_s_first_failure_names_each_mistake(self):
         for what, edits, named in NAMED_BY_THE_TWELVE:
