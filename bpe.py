@@ -299,9 +299,9 @@ def check(corpus_path=None, tokenizer_path=None):
     trained = Tokenizer.train(read_corpus(corpus_path), VOCAB_SIZE).to_json().splitlines()
     trained.append("(the end)")
     n = next((n for n, (a, b) in enumerate(zip(found, trained)) if a != b), None)
-    print(f"{name} is up to date: {VOCAB_SIZE} tokens, as the corpus trains to" if n is None
-          else f"{name} is not what the corpus trains to: its line {n + 1} is {found[n]!r}, "
-          f"trained now {trained[n]!r}; run: python3 bpe.py --write")
+    print(f"{name} is up to date: {VOCAB_SIZE} tokens, as the corpus trains to" if n is None else
+          f"{name} is not what the corpus trains to: its line {n + 1} is {found[n]!r}, trained now "
+          f"{trained[n]!r}; run: python3 bpe.py --write (corpus.txt edited? tools/make_corpus.py)")
     return int(n is not None)
 
 
