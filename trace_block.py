@@ -48,9 +48,9 @@ def trace(tok=None, story=None):
     """Every figure of block-trace.json, computed afresh, keys in the file's order: by default
     for the lab's tokenizer and the first story of corpus.txt (with its newline)."""
     tok = load_tokenizer() if tok is None else check_sentences(tok)
-    story = first_story() if story is None else story
-    ids = encode_line(tok, 1, story)
-    check_story(ids, SERIES["max_len"])
+    where = f"{CORPUS_FILE.name} line 1: the first story" if story is None else "the story"
+    ids = encode_line(tok, 1, story := first_story()) if story is None else tok.encode(story)
+    check_story(ids, SERIES["max_len"], where)
     p = build(tok, SERIES)
     x, y = ids[:-1], ids[1:]                                 # each token predicts the next
     logits, cache = model.forward(p, x)
@@ -560,10 +560,10 @@ def check_config(tok, cfg):
         raise ValueError(f"config must have exactly the keys {sorted(SERIES)}, not {cfg!r:.60}")
 
 
-def check_story(ids, max_len):
+def check_story(ids, max_len, where):
     if not 2 <= len(ids) <= max_len + 1:        # the model reads all the story but its last
-        raise FileProblem(f"{CORPUS_FILE.name} line 1: the first story is {len(ids)} tokens; the "
-                          f"trace reads all but the last, so it needs from 2 to {max_len + 1}")
+        raise FileProblem(f"{where} is {len(ids)} tokens; the trace reads all but the last, so "
+                          f"it needs from 2 to {max_len + 1}")
 
 
 def check_nudging(p, step, names):
