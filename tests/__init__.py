@@ -62,8 +62,7 @@ def lab_copy(**changed):
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for name in ("tokenizer.json", "corpus.txt", "block-trace.json"):
-            key = name.replace(".", "_").replace("-", "_")
-            data = changed[key] if key in changed else (LAB / name).read_bytes()
+            data = changed.get(name.replace(".", "_").replace("-", "_"), (LAB / name).read_bytes())
             if data is not None:
                 (folder / name).write_bytes(data)
         with mock.patch.multiple(trace_block, TRACE_FILE=folder / "block-trace.json",

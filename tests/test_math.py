@@ -457,6 +457,7 @@ class Refusals(unittest.TestCase):
               (1.5, [[[1.0]]], [1.0, [2.0]], "ab")],
             *[(f"trace_block: {why}", call, ValueError, why) for why, call in (
                 ("config must have exactly", lambda: trace_block.build(tokenizer(), {"d": 4})),
+                ("the story is 0 tokens", lambda: trace_block.trace(tokenizer(), "")),
                 *[("step must be a number from 1e-12", lambda s=s: trace_block.numeric_gradients(
                     p, x, y, step=s)) for s in (0, 1e-17, 1e30)],
                 ("names must be a list", lambda: trace_block.numeric_gradients(p, x, y, names=5)),
