@@ -2,7 +2,6 @@
 figures are the lab's, the tests and commands it names exist, and its training loop runs."""
 import contextlib
 import io
-import json
 import os
 import re
 import statistics
@@ -12,7 +11,7 @@ import model
 import test_model
 import trace_block
 from test_model import series, tokenizer
-from tests import LAB, shown
+from tests import LAB, recorded, shown
 
 README = (LAB / "README.md").read_text(encoding="utf-8")
 PROSE = " ".join(README.split())        # line breaks fall anywhere in the README's prose
@@ -21,8 +20,7 @@ PROSE = " ".join(README.split())        # line breaks fall anywhere in the READM
 class ReadmeTests(unittest.TestCase):
 
     def test_each_excerpt_of_output_is_what_its_command_prints(self):
-        recorded = json.loads((LAB / "block-trace.json").read_text(encoding="utf-8"))
-        prints = {"python3 trace_block.py": "\n".join(trace_block.summary(recorded)),
+        prints = {"python3 trace_block.py": "\n".join(trace_block.summary(recorded())),
                   "python3 trace_block.py --show": shown()}
         excerpts = re.findall(r"<!-- output: (.+?) -->\n```\n(.*?)```", README, re.S)
         self.assertEqual(sorted(command for command, _ in excerpts), sorted(prints))
@@ -32,10 +30,9 @@ class ReadmeTests(unittest.TestCase):
                 self.assertEqual([line for line in excerpt.splitlines() if line not in lines], [])
 
     def test_its_figures_are_the_lab_s(self):
-        t = json.loads((LAB / "block-trace.json").read_text(encoding="utf-8"))
-        x0, logits = (model.forward(series(), tokenizer().encode(t["story"])[:-1])[i] for i in (1, 0))
-        row0 = x0["x0"][0]
-        spread = statistics.pstdev([v for row in logits for v in row])
+        t = recorded()
+        logits, cache = model.forward(series(), tokenizer().encode(t["story"])[:-1])
+        row0, spread = cache["x0"][0], statistics.pstdev([v for row in logits for v in row])
         for phrase in (f"{t['story_tokens']} story tokens, T = {t['shapes']['x0'][0]}",
                        f"Initial loss {t['initial_loss']}, against ln 96 = {t['uniform_loss']}",
                        f"variance {t['layernorm_row0']['variance']}",
