@@ -23,11 +23,11 @@ FIRST_STORY = ("mia has a red hat. mia goes to the garden. at the garden, mia gi
 SPEC = importlib.util.spec_from_file_location("make_corpus", LAB / "tools" / "make_corpus.py")
 
 
-def pins():
-    """tools/make_corpus.py's SPLITS and IDS: the sentences whose IDs the trace and tests read."""
+def make_corpus():
+    """tools/make_corpus.py, as a module: its pins (SPLITS, IDS) and how it makes the corpus."""
     module = importlib.util.module_from_spec(SPEC)
     SPEC.loader.exec_module(module)
-    return module.SPLITS, module.IDS
+    return module
 
 
 def load_tests(loader, tests, pattern):
@@ -110,13 +110,19 @@ class TheLabsTokenizerTests(unittest.TestCase):
     def test_every_id_the_trace_and_the_tests_read_is_pinned(self):
         """The sentences the trace and the tests encode split into the lesson's tokens, with
         the lesson's IDs (tools/make_corpus.py keeps them so; here they are checked)."""
-        splits, ids = pins()
+        splits, ids = (pins := make_corpus()).SPLITS, pins.IDS
         tok = tokenizer()
         self.assertIn(FIRST_STORY + "\n", splits)
         for sentence, split in splits.items():
             with self.subTest(sentence=sentence):
                 self.assertEqual(tok.tokens(sentence), split.split("|"))
                 self.assertEqual(tok.encode(sentence), [ids[t] for t in split.split("|")])
+
+    def test_corpus_txt_is_what_tools_make_corpus_py_writes_from_tools(self):
+        filler = (m := make_corpus()).Filler()
+        made = m.assemble(filler.stories(filler.fit(m.read_quotas())), m.read_stories())
+        self.assertEqual(bpe.read_corpus(LAB / "corpus.txt"), made, "corpus.txt is not what "
+                         "python3 tools/make_corpus.py writes: a story belongs in tools/stories.txt")
 
     @unittest.skipIf(tokenizers is None, "Hugging Face tokenizers is not installed")
     def test_hugging_face_tokenizers_encodes_the_corpus_as_bpe_py_does(self):
