@@ -41,7 +41,7 @@ class ReadmeTests(unittest.TestCase):
                        f"({statistics.pvariance(row0):.5f}, two gauss(0, 0.02) rows added)",
                        f"their spread is about {spread:.2f}"):
             with self.subTest(phrase=phrase):
-                self.assertIn(phrase, PROSE)
+                self.assertTrue(phrase in PROSE, f"README.md does not say {phrase!r}")
 
     def test_the_tests_and_commands_it_names_exist(self):
         named = set(re.findall(r"`(test_\w+)`", README))
