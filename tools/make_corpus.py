@@ -69,8 +69,8 @@ def read_plots(path=PLOTS_PATH):
     """(plots, kinds, she): plots as (name, weight, [[ways of saying sentence 1], ...]), kinds
     as kind -> (steered words, other words), and the names that take "she"."""
     plots, kinds, she = [], {}, ()
-    with open(path, encoding="utf-8", errors="replace") as file:    # a bad byte: "\ufffd"
-        for number, line in enumerate(file, 1):
+    with open(path, encoding="utf-8-sig", errors="replace") as file:   # a BOM is dropped
+        for number, line in enumerate(file, 1):                         # a bad byte: "\ufffd"
             line, where = line.rstrip("\n"), f"{os.path.relpath(path)} line {number}"
             if not line.strip() or line.startswith("#"):
                 continue
@@ -208,17 +208,17 @@ class Filler:
 def read_stories(path=STORIES_PATH):
     """The hand-written stories, checked line by line; a bad line stops the program."""
     stories = []
-    with open(path, encoding="utf-8", errors="replace") as file:    # a bad byte: "\ufffd"
-        for number, line in enumerate(file, 1):
+    with open(path, encoding="utf-8-sig", errors="replace") as file:   # a BOM is dropped
+        for number, line in enumerate(file, 1):                         # a bad byte: "\ufffd"
             story, where = line.rstrip("\n"), f"{os.path.relpath(path)} line {number}"
             if not story.strip() or story.startswith("#"):
                 continue
             bad = [word for word in story.split(" ") if set(word) - set(ALPHABET)]
             problem = (f"{', '.join(map(repr, bad))}: a story is written in lower case a to z "
                        f"without f, j, q and x, with spaces, commas, full stops and apostrophes"
-                       if bad else "a story ends with a full stop" if not story.endswith(".")
-                       else "spaces at the story's ends or two in a row"
-                       if story != " ".join(story.split()) else "")
+                       if bad else "spaces at the story's ends or two in a row"
+                       if story != " ".join(story.split()) else "a story ends with a full stop"
+                       if not story.endswith(".") else "")
             if problem:
                 raise ValueError(f"{where}: {problem}")
             stories.append(story)
@@ -420,11 +420,11 @@ def run(args):
         quotas, ((wrong, _), errors, _) = search.run(quotas)
         text = assemble(filler.stories(quotas), extra)
         problems, tok = ([Search.describe(errors) + " (+: the token comes too late, its words "
-                          "too rare; -: too soon)"], None) if wrong else verify(text)
+                          "too rare; -: too soon)"], None) if any(errors.values()) else verify(text)
         if problems:
             return bpe.report(
-                f"make_corpus: nothing was written: after {len(search.seen)} tries the closest "
-                f"quotas leave {problems[0]}. Undo the last change to tools/stories.txt or "
+                f"make_corpus: nothing was written: after {len(search.seen)} tries, the closest "
+                f"quotas leave: {problems[0]}. Undo the last change to tools/stories.txt or "
                 "plots.txt, or make it another way (a story shorter or reworded; a removal with "
                 "another story added or removed too), and run python3 tools/make_corpus.py "
                 "again; the pinned sentences' words (mia, leo, ava, has, gives, goes, to, the, "
