@@ -226,9 +226,9 @@ def last_logits_gap(p, tok, use_positions):
 ################ The recorded file: summary, write, check
 
 AFTER_A_CHANGE = ("If you changed the lab to keep the change, record the new figures: python3 "
-                  "trace_block.py --write\nIf not (a break-it exercise, a slip), undo the change "
-                  "that moved them (put back the file you edited, or the lab's download's); "
-                  "rewriting the file would hide it.")
+                  "trace_block.py --write (new stories: tools/make_corpus.py keeps the figures)\n"
+                  "If not (a break-it exercise, a slip), undo the change that moved them (put back "
+                  "the file you edited, or the lab's download's); rewriting the file hides it.")
 
 
 def to_json(figures):
