@@ -49,7 +49,7 @@ def ball():    # the gradient check's sentence, "mia has a red ball.", as its to
 # Forward's intermediate results in the order they are made: (cache entries, what makes them).
 FORWARD_STEPS = [
     ("x0", "forward step 1: the embeddings, x0 = tok_emb[ids] + pos_emb[0:T]"),
-    ("ln1.std ln1.xhat", "layernorm_forward (LN1) step 2: each row's std, and xhat"),
+    ("ln1.std ln1.xhat", "layernorm_forward (LN1) step 2: each row's std, and xhat, of x0"),
     ("h1", "layernorm_forward (LN1) step 3: gain and bias"),
     ("att.q att.k att.v", "attention_forward step 1: the queries, keys and values of h1"),
     ("att.scores", "attention_forward step 2: the scores and the causal mask"),
@@ -57,12 +57,12 @@ FORWARD_STEPS = [
     ("att.mixed", "attention_forward step 4: the mix of the values (matmul_skipping_zeros)"),
     ("a", "attention_forward step 5: the projection"),
     ("x1", "forward step 2: the skip path, x1 = x0 + a"),
-    ("ln2.std ln2.xhat", "layernorm_forward (LN2) step 2: each row's std, and xhat"),
+    ("ln2.std ln2.xhat", "layernorm_forward (LN2) step 2: each row's std, and xhat, of x1"),
     ("h2", "layernorm_forward (LN2) step 3: gain and bias"),
     ("pre", "forward step 3: pre = linear(h2, W1, b1)"), ("act", "forward step 3: the relu"),
     ("m", "forward step 3: m = linear(act, W2, b2), act's zeros skipped (matmul_skipping_zeros)"),
     ("x2", "forward step 3: the skip path, x2 = x1 + m"),
-    ("lnf.std lnf.xhat", "layernorm_forward (LNF) step 2: each row's std, and xhat"),
+    ("lnf.std lnf.xhat", "layernorm_forward (LNF) step 2: each row's std, and xhat, of x2"),
     ("hf", "layernorm_forward (LNF) step 3: gain and bias"),
     ("logits", "forward step 4: the output scores"),
     ("loss", "loss_and_dlogits: the mean cross-entropy")]
