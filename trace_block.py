@@ -562,8 +562,8 @@ def check_config(tok, cfg):
 
 def check_story(ids, max_len, where):
     if not 2 <= len(ids) <= max_len + 1:        # the model reads all the story but its last
-        raise FileProblem(f"{where} is {len(ids)} tokens; the trace reads all but the last, so "
-                          f"it needs from 2 to {max_len + 1}")
+        raise FileProblem(f"{where} is {len(ids)} token{'s' * (len(ids) != 1)}; the trace reads "
+                          f"all but the last, so it needs from 2 to {max_len + 1}")
 
 
 def check_nudging(p, step, names):
