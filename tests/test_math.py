@@ -242,9 +242,9 @@ class GradientTests(unittest.TestCase):
         p, ids = series(), tokenizer().encode("mia has a red hat. mia has a hat.")
         for use_positions in (True, False):
             logits, cache = model.forward(p, ids[:-1], use_positions)
-            made = {key: repr(value) for key, value in cache.items()}
+            was = {key: repr(value) for key, value in cache.items()}
             grads = model.backward(p, cache, model.loss_and_dlogits(logits, ids[1:])[1])
-            self.assertEqual([k for k in made if repr(cache[k]) != made[k]], [], "changed by backward")
+            self.assertEqual([k for k in was if repr(cache[k]) != was[k]], [], "backward changed")
             self.assertEqual([(n, model.shape(g)) for n, g in grads.items()],
                              [(n, model.shape(t)) for n, t in p.items()])
             tensors = list(grads.values()) + list(p.values())

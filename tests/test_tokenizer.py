@@ -122,7 +122,7 @@ class TheLabsTokenizerTests(unittest.TestCase):
         filler = (m := make_corpus()).Filler()
         made = m.assemble(filler.stories(filler.fit(m.read_quotas())), m.read_stories())
         self.assertEqual(bpe.read_corpus(LAB / "corpus.txt"), made, "corpus.txt is not what "
-                         "python3 tools/make_corpus.py writes: a story belongs in tools/stories.txt")
+                         "python3 tools/make_corpus.py writes: stories belong in tools/stories.txt")
 
     @unittest.skipIf(tokenizers is None, "Hugging Face tokenizers is not installed")
     def test_hugging_face_tokenizers_encodes_the_corpus_as_bpe_py_does(self):

@@ -39,7 +39,7 @@ def torch_reference(params, ids, targets, use_positions=True):
                                           for n, t in P.items()}
 
 
-@unittest.skipIf(torch is None, "PyTorch is not installed: tests/README.md says how (its CPU build)")
+@unittest.skipIf(torch is None, "PyTorch is not installed: see tests/README.md (its CPU build)")
 class TorchTests(unittest.TestCase):
 
     def assert_matches_torch(self, cfg, T, use_positions=True):
