@@ -452,15 +452,15 @@ def check(signature, *args):
 
     >>> check("linear(x: T n, W: n m, b: m)", [[1.0, 2.0]], [[1.0], [2.0]], [0.5, 0.5])
     Traceback (most recent call last):
-    ValueError: linear: b has shape (2,), but it must be (m,) with m = 1, as in W
+    ValueError: linear: b has shape (2,), but it must be (m,) with m = 1, as in W, of shape (2, 1)
     """
     if signature not in SIGNATURES:
         who, _, rest = signature.rstrip(")").partition("(")
         SIGNATURES[signature] = who, [(name.strip(), letters.split(), letters.split()[-1] in "*i")
                                       for name, letters in (p.split(":") for p in rest.split(","))]
-    (who, params), sizes = SIGNATURES[signature], {}
+    (who, params), sizes, shapes = SIGNATURES[signature], {}, {}
     for (name, letters, ragged), value in zip(params, args):
-        found = dims(value, who, name, letters, ragged)
+        found = shapes[name] = dims(value, who, name, letters, ragged)
         for letter, n in zip(letters, found):
             if n == 0 and letter not in sizes:     # else: a shape that differs, said below
                 raise ValueError("empty sequence" if letter == "T" else f"{who}: {name} is empty")
@@ -473,8 +473,8 @@ def check(signature, *args):
                     raise ValueError(f"{who}: row {i} of {name} has length {n[i]}, not {want[i]}"
                                      f"{f', as in {first}' if letter == '*' else ' (causal)'}")
                 raise ValueError(f"{who}: {name} has shape {found}, but it must be "
-                                 f"({', '.join(letters)}{',' * (len(letters) == 1)}) with "
-                                 f"{letter} = {sizes[letter]}, as in {first}")
+                                 f"({', '.join(letters)}{',' * (len(letters) == 1)}) with {letter}"
+                                 f" = {sizes[letter]}, as in {first}, of shape {shapes[first]}")
     return sizes
 
 
