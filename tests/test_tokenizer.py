@@ -110,7 +110,8 @@ class TheLabsTokenizerTests(unittest.TestCase):
     def test_every_id_the_trace_and_the_tests_read_is_pinned(self):
         """The sentences the trace and the tests encode split into the lesson's tokens, with
         the lesson's IDs (tools/make_corpus.py keeps them so; here they are checked)."""
-        splits, ids = (pins := make_corpus()).SPLITS, pins.IDS
+        tool = make_corpus()
+        splits, ids = tool.SPLITS, tool.IDS
         tok = tokenizer()
         self.assertIn(FIRST_STORY + "\n", splits)
         for sentence, split in splits.items():
@@ -119,8 +120,8 @@ class TheLabsTokenizerTests(unittest.TestCase):
                 self.assertEqual(tok.encode(sentence), [ids[t] for t in split.split("|")])
 
     def test_corpus_txt_is_what_tools_make_corpus_py_writes_from_tools(self):
-        filler = (m := make_corpus()).Filler()
-        made = m.assemble(filler.stories(filler.fit(m.read_quotas())), m.read_stories())
+        filler = (tool := make_corpus()).Filler()
+        made = tool.assemble(filler.stories(filler.fit(tool.read_quotas())), tool.read_stories())
         self.assertEqual(bpe.read_corpus(LAB / "corpus.txt"), made, "corpus.txt is not what "
                          "python3 tools/make_corpus.py writes: stories belong in tools/stories.txt")
 
