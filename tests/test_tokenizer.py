@@ -175,19 +175,13 @@ class TheLabsTokenizerTests(unittest.TestCase):
         data = json.loads((LAB / "tokenizer.json").read_text(encoding="utf-8"))
         vocab, merges, last = data["vocab"], data["merges"], tokenizer().vocab[-1]
         A, T, V = tokenizer().alphabet_size, TypeError, ValueError
-        rows = [   # (case, content, error, message); not JSON, a key twice, too long: test_files
-            ("nested too deep", "[" * 100_000, V, "nested too deep"),
-            ("a float beyond the largest", '{"version": 1e999}', V, "too large"),
-            ("NaN", '{"version": NaN}', V, "not a number"),
+        rows = [   # (case, content, error, message); not JSON, not UTF-8: test_files
             ("a list", [], T, "expected a JSON object of the fields"),
             *[(f"{field} missing", {k: v for k, v in data.items() if k != field}, V,
                f"missing field '{field}'") for field in bpe.FIELDS],
             ("a field more", {**data, "vocab_size": 96}, V, "unknown field 'vocab_size'"),
             ("version 2", {**data, "version": 2}, V, "version 2 is not supported"),
-            ("version a bool", {**data, "version": True}, T, "'version' must be of type int"),
-            ("a pattern with a group", {**data, "pattern": "( ?\\w+)"}, V, "a capturing group"),
-            *[(f"the pattern {p}", {**data, "pattern": p}, V, re.escape(f"pattern {p!r} is not a "
-               "regular expression")) for p in ("(", "a{99999999999}")],   # the last: too many
+            ("version a string", {**data, "version": "1"}, T, "'version' must be of type int"),
             *[(f"a merge: {why}", {**data, "merges": [pair] + merges[1:]}, V, f"merge 0 .*{why}")
               for pair, why in ((["Q", "t"], "uses 'Q', which is not in vocab"),
                                 (["t", " "], f"makes 't ', not token {A}"),
@@ -195,7 +189,7 @@ class TheLabsTokenizerTests(unittest.TestCase):
                                 (merges[1], f"makes .*, not token {A}, "))],   # merges 0, 1 swapped
             *[(f"a vocab id of {i!r}", {**data, "vocab": {**vocab, token: i}}, error, message)
               for token, i, error, message in ((last, 96, V, "must run 0..95, each once"),
-                                               (tokenizer().vocab[1], True, T, "ints, not True"))],
+                                               (tokenizer().vocab[1], "1", T, "ints, not '1'"))],
             ("a merge of three parts", {**data, "merges": [merges[0] + [""]] + merges[1:]}, T,
              "merge 0 is .*: tokens are non-empty strings, merges")]
         with tempfile.TemporaryDirectory() as tmp:
@@ -212,7 +206,6 @@ class TheLabsTokenizerTests(unittest.TestCase):
         tok = tokenizer()
         for case, call, exception, message in (
                 ("merge of a list", lambda: bpe.merge([1, 2], [1, 2], 4), TypeError, "a tuple"),
-                ("load of a file number", lambda: bpe.Tokenizer.load(1), TypeError, "PathLike"),
                 ("best_pair of nothing", lambda: bpe.best_pair({}), ValueError, "no pair left"),
                 ("a pattern that skips text", lambda: bpe.Tokenizer.train("ab, ab", 5, r"\w+"),
                  ValueError, "skips ', ab' at position 2"),
@@ -220,18 +213,11 @@ class TheLabsTokenizerTests(unittest.TestCase):
                  "smaller than the base alphabet"),
                 ("past what the text reaches", lambda: bpe.Tokenizer.train("ab ab", 6),
                  ValueError, "no pair left to merge"),
-                ("bytes", lambda: bpe.Tokenizer.train(b"abc", 3), TypeError, "a str"),
-                ("a pattern of a list", lambda: bpe.learn_merges("abc", 3, [" "]), TypeError,
-                 r"pattern \[' '\] is not a regular expression"),
-                ("a size of True", lambda: bpe.Tokenizer.train("abc", True), TypeError, "an int"),
                 ("encode 'Mia'", lambda: tok.encode("Mia"), ValueError, "'M' at position 0"),
-                ("encode bytes", lambda: tok.encode(b"mia"), TypeError, "encode takes a str"),
                 ("encode, a merge that shortens nothing", mock.patch.object(bpe, "merge", mock.Mock(
                     side_effect=[[0, 0]]))(lambda: tok.encode("ow")), AssertionError, "gave"),
                 *[(f"decode {i}", lambda i=i: tok.decode([0, i]), ValueError,
                    "outside the vocabulary") for i in (96, -1)],
-                ("decode True", lambda: tok.decode([1] * 30 + [True]), TypeError,
-                 "token id True at position 30 must be an int"),
                 ("a Tokenizer of a str", lambda: bpe.Tokenizer("abc", []), TypeError, "must be lists")):
             with self.subTest(case=case), self.assertRaisesRegex(exception, message):
                 call()
