@@ -1,10 +1,19 @@
 """A byte-pair-encoding (BPE) tokenizer on a character base alphabet.
 
-Training numbers the characters of a text 0..A-1 by code point (the base alphabet), then merges the
-most frequent pair of neighbouring tokens into a new token until the vocabulary has the size asked
-for, never across two chunks of the text (" hat", ".", "\n"). Encoding applies the merges in the
-order they were learned. Unlike byte-level BPE, a character the corpus never used is refused; there
-are no special tokens. After it: a faster training loop ("Speed"), files, the command line, checks.
+Training numbers the characters of a text 0..A-1 by code point (the base alphabet), then merges
+the most frequent pair of neighbouring tokens into a new token until the vocabulary has the size
+asked for, never across two chunks of the text (" hat", ".", "\n"). Encoding applies the merges
+in the order they were learned.
+
+But: no bytes (a character the corpus never used is refused), no special tokens. The lab's files
+are checked for what learners and teachers meet (a file missing, empty, not UTF-8 or not JSON,
+Windows line ends, a byte-order mark, a tokenizer.json that is not one), not for the rest: a
+closed or full standard output, Ctrl-C, or JSON nested thousands deep end in a traceback.
+
+Run:
+    python3 bpe.py            the merges it learns from corpus.txt, two sentences in tokens
+    python3 bpe.py --check    exit 1 unless tokenizer.json is what corpus.txt trains to
+    python3 bpe.py --write    train on corpus.txt and write tokenizer.json
 """
 import argparse
 import collections
@@ -16,9 +25,9 @@ import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CORPUS_PATH, TOKENIZER_PATH = os.path.join(HERE, "corpus.txt"), os.path.join(HERE, "tokenizer.json")
-VOCAB_SIZE = 96          # the lab's vocabulary size V; the model's parameter count depends on it
-FIELDS = {"version": int, "pattern": str, "vocab": dict, "merges": list}   # tokenizer.json's
+CORPUS_PATH = os.path.join(HERE, "corpus.txt")
+TOKENIZER_PATH = os.path.join(HERE, "tokenizer.json")
+VOCAB_SIZE = 96     # the lab's vocabulary size V; the model's parameter count depends on it
 
 # A chunk is, trying each in turn: " ?\w+" a word, with the one space in front of it if there
 # is one; " +(?!\w)" a run of spaces not followed by a word (in "a  b" the run keeps one space,
@@ -58,7 +67,6 @@ def best_pair(counts):
     >>> best_pair({(4, 0): 2, (0, 1): 2, (1, 3): 1})
     (0, 1)
     """
-    check_counts(counts)
     return min(counts, key=lambda pair: (-counts[pair], pair))   # a tie: by pair, not dict order
 
 
@@ -69,7 +77,8 @@ def merge(ids, pair, new_id):
     ([4, 3, 4], [4, 0])
     """
     check_pair(pair)
-    out, i = [], 0
+    out = []
+    i = 0
     while i < len(ids):
         if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
             out.append(new_id)
@@ -91,23 +100,27 @@ def start_training(text, pattern=PATTERN):
 
 
 def learn_merges_plainly(text, vocab_size, pattern=PATTERN):
-    """Train BPE on text the textbook way, counting every pair again after each merge: the vocab,
-    the merges (id pairs, in rank order) and their counts. learn_merges ("Speed"): the same, faster.
+    """Train BPE on text the textbook way, counting every pair again after each merge: the
+    vocab, the merges (id pairs, in rank order) and their counts. learn_merges: the same, faster.
 
     >>> learn_merges_plainly("aaabdaaabac", 7)
     (['a', 'b', 'c', 'd', 'aa', 'ab', 'aaab'], [(0, 0), (0, 1), (4, 5)], [4, 2, 2])
     """
-    check_training(text, vocab_size, pattern)
+    check_size(text, vocab_size)
     vocab, words, weights = start_training(text, pattern)
-    merges, counts = [], []
+    merges = []
+    counts = []
     while len(vocab) < vocab_size:
         pair_counts = {}
         for ids, weight in zip(words, weights):
             count_pairs(ids, pair_counts, weight)
+        check_counts(pair_counts, vocab_size)
         pair = best_pair(pair_counts)
-        new_id, new_token = len(vocab), vocab[pair[0]] + vocab[pair[1]]
+        new_id = len(vocab)
         words = [merge(ids, pair, new_id) for ids in words]
-        vocab, merges, counts = vocab + [new_token], merges + [pair], counts + [pair_counts[pair]]
+        vocab.append(vocab[pair[0]] + vocab[pair[1]])
+        merges.append(pair)
+        counts.append(pair_counts[pair])
     return vocab, merges, counts
 
 
@@ -117,8 +130,10 @@ class Tokenizer:
     """A trained BPE tokenizer: token strings (index = id), merges in rank order, chunk pattern."""
 
     def __init__(self, vocab, merges, pattern=PATTERN):
-        check_tokenizer_parts(vocab, merges, pattern)
-        self.vocab, self.merges, self.pattern = list(vocab), [list(m) for m in merges], pattern
+        check_tokenizer_parts(vocab, merges)
+        self.vocab = list(vocab)
+        self.merges = [list(pair) for pair in merges]
+        self.pattern = pattern
         self.alphabet_size = len(vocab) - len(merges)  # ids below it are the base alphabet
         self._ids = {token: i for i, token in enumerate(vocab)}
         # (left id, right id) -> merged id; merge number `rank` made token alphabet_size + rank
@@ -147,8 +162,10 @@ class Tokenizer:
                            key=lambda p: self._merged.get(p, len(self.vocab)))
                 if pair not in self._merged:
                     break
-                before, chunk_ids = chunk_ids, merge(chunk_ids, pair, self._merged[pair])
-                assert len(chunk_ids) < len(before), f"merge{before, pair} gave {chunk_ids}"
+                merged = merge(chunk_ids, pair, self._merged[pair])
+                # a merge() that shortens nothing would loop here for ever
+                assert len(merged) < len(chunk_ids), f"merge{chunk_ids, pair} gave {merged}"
+                chunk_ids = merged
             ids.extend(chunk_ids)
         return ids
 
@@ -165,8 +182,8 @@ class Tokenizer:
         """The tokenizer as JSON text: one vocab entry and one merge per line, in id order."""
         vocab = ",\n".join(f"    {shown(token)}: {i}" for i, token in enumerate(self.vocab))
         merges = ",\n".join(f"    {shown(pair)}" for pair in self.merges)
-        return (f'{{\n  "version": 1,\n  "pattern": {json.dumps(self.pattern)},\n'
-                f'  "vocab": {{\n{vocab}\n  }},\n  "merges": [\n{merges}\n  ]\n}}\n')
+        head = f'{{\n  "version": 1,\n  "pattern": {json.dumps(self.pattern)},\n'
+        return f'{head}  "vocab": {{\n{vocab}\n  }},\n  "merges": [\n{merges}\n  ]\n}}\n'
 
     def save(self, path):
         """Write the tokenizer to path as JSON (UTF-8, "\\n" line ends on every system)."""
@@ -178,7 +195,8 @@ class Tokenizer:
         data = read_json(path)      # a missing file raises FileNotFoundError
         try:
             check_fields(data)
-            return cls(sorted(ids := data["vocab"], key=ids.get), data["merges"], data["pattern"])
+            vocab = sorted(data["vocab"], key=data["vocab"].get)    # in id order
+            return cls(vocab, data["merges"], data["pattern"])
         except (TypeError, ValueError) as error:
             raise type(error)(f"{path}: {error}") from None
 
@@ -189,32 +207,36 @@ def learn_merges(text, vocab_size, pattern=PATTERN):
     """Train BPE on text: learn_merges_plainly's result, faster. A merge changes only the chunks
     that hold its pair, so only their pairs leave the counts and come back merged (as in Hugging
     Face tokenizers); a heap keeps the pairs in best_pair's order, so no merge looks at them all."""
-    check_training(text, vocab_size, pattern)
-    return tuple(map(list, learned(text, vocab_size, pattern)))    # lists of the caller's own
+    check_size(text, vocab_size)
+    return tuple(map(list, learned(text, vocab_size, pattern)))   # lists of the caller's own
 
 
 @functools.lru_cache(maxsize=16)    # the last 16 texts, sizes, patterns: trained once each
 def learned(text, vocab_size, pattern):
     vocab, words, weights = start_training(text, pattern)
-    pair_counts, holders = {}, {}      # pair -> its count; pair -> the chunks that hold it
+    pair_counts = {}    # pair -> its count
+    holders = {}        # pair -> the chunks that hold it, as a dict's keys: a set in order
     for w, ids in enumerate(words):
         count_pairs(ids, pair_counts, weights[w])
         for pair in zip(ids, ids[1:]):
             holders.setdefault(pair, {})[w] = None
     heap = sorted((-count, pair) for pair, count in pair_counts.items())   # sorted: a heap
-    merges, counts = [], []
+    merges = []
+    counts = []
     while len(vocab) < vocab_size:
         while heap and pair_counts.get(heap[0][1]) != -heap[0][0]:
             heapq.heappop(heap)        # an entry left from before its pair's count changed
         check_counts(heap, vocab_size)
         pair = heap[0][1]   # the smallest (-count, pair): best_pair's choice, its tie rule too
-        new_id, new_token = len(vocab), vocab[pair[0]] + vocab[pair[1]]
-        vocab, merges, counts = vocab + [new_token], merges + [pair], counts + [pair_counts[pair]]
+        new_id = len(vocab)
+        vocab.append(vocab[pair[0]] + vocab[pair[1]])
+        merges.append(pair)
+        counts.append(pair_counts[pair])
         changed = {}        # pair -> how its count changes
         for w in holders.pop(pair):
-            old, new = words[w], merge(words[w], pair, new_id)
-            count_pairs(old, changed, -weights[w])        # this chunk's pairs out ...
-            count_pairs(new, changed, weights[w])         # ... and back in, merged
+            new = merge(words[w], pair, new_id)
+            count_pairs(words[w], changed, -weights[w])     # this chunk's pairs out ...
+            count_pairs(new, changed, weights[w])           # ... and back in, merged
             for p in zip(new, new[1:]):
                 holders.setdefault(p, {})[w] = None
             words[w] = new
@@ -233,9 +255,9 @@ class FileProblem(ValueError):
 
 def read_text(path):
     """A UTF-8 file's text, as stored (line ends untouched); a byte-order mark is refused."""
-    with open(path, "rb") as file:     # a missing file: FileNotFoundError
+    with open(path, "rb") as file:      # a missing file: FileNotFoundError
         data = file.read()
-    if data.startswith(b"\xef\xbb\xbf"):            # U+FEFF, which some editors put first
+    if data.startswith(b"\xef\xbb\xbf"):     # U+FEFF would join the alphabet, moving every ID
         raise FileProblem(f"{path} starts with a byte-order mark: save it as UTF-8 without one")
     try:
         return data.decode("utf-8")
@@ -245,47 +267,63 @@ def read_text(path):
 
 def read_json(path):
     """A file's JSON, refused if it is not JSON."""
-    data = read_text(path)              # not UTF-8: said by read_text, not as "not JSON"
+    text = read_text(path)      # not UTF-8: said by read_text, not as "not JSON"
     try:
-        return json.loads(data)
-    except ValueError as error:         # json.JSONDecodeError too
+        return json.loads(text)
+    except ValueError as error:         # json.JSONDecodeError is one
         raise FileProblem(f"{path} is not plain JSON: {error}") from None
 
 
 def write_texts(texts):
-    """Write {path: text} in UTF-8 through temporary files: a failed write changes no file."""
+    """Write {path: text} in UTF-8 through temporary files, all written before any replaces
+    its file: a write that fails leaves the old files and no temporary one."""
     try:
         for path, text in texts.items():
             with open(f"{path}.tmp", "wb") as file:
                 file.write(text.encode("utf-8"))
         for path in texts:
-            os.replace(f"{path}.tmp", path)
+            os.replace(f"{path}.tmp", path)     # seldom fails: a folder in the file's place
     except OSError as error:
         raise FileProblem(f"cannot write {path}: {error.strerror}; "
                           f"the old file is unchanged") from None
     finally:
-        for temporary in filter(os.path.isfile, [f"{path}.tmp" for path in texts]):
-            os.remove(temporary)            # left only by a write that failed
+        for path in texts:
+            if os.path.isfile(f"{path}.tmp"):   # left only by a write that failed
+                os.remove(f"{path}.tmp")
 
 
 def read_corpus(path=None):
     """The corpus text (corpus.txt, or path): UTF-8 with "\\n" line ends, refused otherwise."""
-    text = read_text(path or CORPUS_PATH)
-    check_corpus(text, os.path.basename(path or CORPUS_PATH))
+    path = path or CORPUS_PATH
+    name = os.path.basename(path)
+    text = read_text(path)
+    if not text:
+        raise FileProblem(f"{name} is empty: it needs at least one story, one per line")
+    if "\r" in text:
+        line = text.count("\n", 0, text.index("\r")) + 1
+        raise FileProblem(f"{name} line {line} ends with \\r\\n (Windows line ends); "
+                          f"the lab's files use \\n")
+    if "\n" not in text:
+        raise FileProblem(f"{name} line 1 does not end with a newline")
     return text
 
 
 def check(corpus_path=None, tokenizer_path=None):
-    """Say whether tokenizer.json is what corpus.txt trains to, or the first line that differs."""
-    name = os.path.basename(path := tokenizer_path or TOKENIZER_PATH)
-    found = read_text(path).splitlines() + ["(the end)"]    # missing: FileNotFoundError
-    trained = Tokenizer.train(read_corpus(corpus_path), VOCAB_SIZE).to_json().splitlines()
-    trained.append("(the end)")
-    n = next((n for n, (a, b) in enumerate(zip(found, trained)) if a != b), None)
-    print(f"{name} is up to date: {VOCAB_SIZE} tokens, as the corpus trains to" if n is None else
-          f"{name} is not what the corpus trains to: its line {n + 1} is {found[n]!r}, trained now "
-          f"{trained[n]!r}; run: python3 bpe.py --write (corpus.txt edited? tools/make_corpus.py)")
-    return int(n is not None)
+    """Print whether tokenizer.json is what corpus.txt trains to, or its first line that is not;
+    return the exit code."""
+    path = tokenizer_path or TOKENIZER_PATH
+    found = read_text(path).splitlines() + ["(the end)"]
+    tokenizer = Tokenizer.train(read_corpus(corpus_path), VOCAB_SIZE)
+    trained = tokenizer.to_json().splitlines() + ["(the end)"]
+    name = os.path.basename(path)
+    for n, (line, fresh) in enumerate(zip(found, trained), 1):
+        if line != fresh:
+            print(f"{name} is not what the corpus trains to: its line {n} is {line!r}, trained "
+                  f"now {fresh!r}; run: python3 bpe.py --write "
+                  f"(corpus.txt edited? tools/make_corpus.py)")
+            return 1
+    print(f"{name} is up to date: {VOCAB_SIZE} tokens, as the corpus trains to")
+    return 0
 
 
 def shown(token):
@@ -304,9 +342,12 @@ def demo():
         pair = f"{shown(vocab[left])} + {shown(vocab[right])}"
         print(f"  {new_id:3}  {pair:>18} -> {shown(vocab[new_id]):<10} {count:5}")
     for sentence in ("now mia gives the hat to leo.", "mia has a red ball."):
-        tokens = [f"{i}={shown(vocab[i])}" for i in tokenizer.encode(sentence)] if set(
-            sentence) <= set(vocab) else ["(corpus.txt lacks some of its letters)"]
-        print(f"{sentence}\n  " + " ".join(tokens))
+        print(sentence)
+        if not set(sentence) <= set(vocab):     # a corpus.txt of one's own
+            print("  (corpus.txt lacks some of its letters)")
+            continue
+        ids = tokenizer.encode(sentence)
+        print("  " + " ".join(f"{i}={shown(vocab[i])}" for i in ids))
     return 0
 
 
@@ -324,56 +365,53 @@ def main(argv=None):
     return run_reporting_problems(parser.parse_args(argv).run)
 
 
-def write():    # train on corpus.txt, write tokenizer.json; the exit code is 0
+def write():
+    """Train on corpus.txt and write tokenizer.json; return 0."""
     Tokenizer.train(read_corpus(), VOCAB_SIZE).save(TOKENIZER_PATH)
     print(f"wrote {TOKENIZER_PATH}: {VOCAB_SIZE} tokens")
     return 0
 
 
 def run_reporting_problems(action, errors="backslashreplace"):
-    """Run action() and return its exit code; a problem with a file of the lab's is one line
-    on standard error, exit 1; a reader that stops early (| head) ends it quietly (errors: for
-    letters standard output lacks)."""
-    getattr(sys.stdout, "reconfigure", dict)(errors=errors)  # dict: a no-op for a StringIO
+    """Run action() and return its exit code. A file of the lab's that cannot be used is one
+    line on standard error, exit 1; a reader that stops early (| head) ends it quietly. errors:
+    how standard output prints a letter its encoding lacks (trace_block.py passes its own)."""
+    if hasattr(sys.stdout, "reconfigure"):      # a test's StringIO has none
+        sys.stdout.reconfigure(errors=errors)
     try:
         code = action()
-        sys.stdout.flush()                  # a reader gone shows here, not at exit
+        sys.stdout.flush()          # a reader gone shows here, not at exit
         return code
     except FileProblem as problem:
         return report(str(problem))
     except FileNotFoundError as error:
-        return report(f"cannot read {error.filename}: no such file." + " Run: python3 bpe.py "
-                      "--write" * str(error.filename).endswith("tokenizer.json"))
-    except BrokenPipeError:                 # to the null device, lest the flush at exit fail
+        message = f"cannot read {error.filename}: no such file"
+        if os.path.basename(error.filename) == "tokenizer.json":
+            message += ". Run: python3 bpe.py --write"
+        return report(message)
+    except BrokenPipeError:     # the flush at exit would fail too: send it to the null device
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
 
 
 def report(message):
-    print(message, file=sys.stderr)     # the one line of a failed command
+    """Print the one line of a failed command on standard error; return 1."""
+    print(message, file=sys.stderr)
     return 1
 
 
 ################ Input checks (you can skip this section)
 
-def check_chunks_cover(chunks, text, pattern):       # a custom pattern can skip characters
-    if (covered := "".join(chunks)) != text:
-        at = next((n for n, (a, b) in enumerate(zip(covered, text)) if a != b), len(covered))
+def check_chunks_cover(chunks, text, pattern):
+    covered = "".join(chunks)
+    if covered != text:
+        at = len(os.path.commonprefix([covered, text]))
         raise ValueError(f"the pattern {pattern!r} skips {text[at:at + 10]!r} at position {at}")
 
 
-def check_corpus(text, name):      # empty, \r\n line ends, or no end to its first line
-    if not text or "\r" in text or "\n" not in text:
-        raise FileProblem(f"{name} is empty: it needs at least one story, one per line" if not
-                          text else f"{name} line {text.count(chr(10), 0, text.find(chr(13))) + 1}"
-                          f" ends with \\r\\n (Windows line ends); the lab's files use \\n" if
-                          "\r" in text else f"{name} line 1 does not end with a newline")
-
-
-def check_counts(counts, vocab_size=None):
+def check_counts(counts, vocab_size):
     if not counts:
-        raise FileProblem(f"vocabulary size {vocab_size} is out of reach: " * bool(vocab_size) +
-                          "no pair left to merge: every chunk of the text is one token")
+        raise FileProblem(f"vocabulary size {vocab_size} is out of reach: no pair left to merge")
 
 
 def check_pair(pair):
@@ -381,53 +419,48 @@ def check_pair(pair):
         raise TypeError(f"pair must be a tuple of two token ids, such as (1, 2), not {pair!r}")
 
 
-def check_training(text, vocab_size, pattern):
+def check_size(text, vocab_size):
     if vocab_size < len(set(text)):
         raise FileProblem(f"vocabulary size {vocab_size} is smaller than the base alphabet of "
                           f"the text, {len(set(text))} characters")
 
 
-def check_tokenizer_parts(vocab, merges, pattern):
+def check_tokenizer_parts(vocab, merges):
     """Refuse all but one tokenizer: distinct tokens, the base alphabet's single characters
     first, then merge number r making token A + r from two tokens made before it."""
-    if not isinstance(vocab, (list, tuple)) or not isinstance(merges, (list, tuple)):
-        raise TypeError(f"vocab and merges must be lists, not {vocab!r:.30} and {merges!r:.30}")
-    if wrong := [f"token {i} is {t!r}" for i, t in enumerate(vocab) if not (type(t) is str and t)
-                 ] + [f"merge {r} is {pair!r}" for r, pair in enumerate(merges) if not (isinstance(
-                     pair, (list, tuple)) and list(map(type, pair)) == [str, str])]:
-        raise TypeError(f"{wrong[0]}: tokens are non-empty strings, merges [left, right] pairs")
-    A, first = len(vocab) - len(merges), {t: i for i, t in reversed(list(enumerate(vocab)))}
-    problems = [f"token {t!r} appears twice in vocab" for i, t in enumerate(vocab) if first[t] < i]
-    problems += [f"{len(merges)} merges but only {len(vocab)} tokens"] * (A < 1) + [
-        f"token {i} {t!r} is in the base alphabet (ids 0..{A - 1}) but is not a single character"
-        for i, t in enumerate(vocab[:max(A, 0)]) if len(t) != 1]
-    if problems:
-        raise ValueError(problems[0])
-    for r, pair in enumerate(merges):         # merge r makes token A + r, of two made before it
-        made, joined, late = A + r, "".join(pair), [t for t in pair if first.get(t, A + r) >= A + r]
-        if late or vocab[made] != joined:
-            why = (f"makes {joined!r}, not token {made}, {vocab[made]!r}" if not late else
-                   f"uses {late[0]!r} before it is made" if late[0] in first else
-                   f"uses {late[0]!r}, which is not in vocab")
-            raise ValueError(f"merge {r} {list(pair)} {why}")
+    if len(set(vocab)) < len(vocab):
+        raise ValueError("a token appears twice in vocab")
+    A = len(vocab) - len(merges)
+    if A < 1 or any(len(token) != 1 for token in vocab[:A]):
+        raise ValueError(f"vocab ({len(vocab)} tokens) must start with the base alphabet's "
+                         f"single characters, then hold one token per merge ({len(merges)})")
+    for r, pair in enumerate(merges):
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise TypeError(f"merge {r} is {pair!r}, not a pair [left, right] of tokens")
+        if pair[0] not in vocab[:A + r] or pair[1] not in vocab[:A + r]:
+            raise ValueError(f"merge {r} {list(pair)} joins a token not made before it")
+        if vocab[A + r] != pair[0] + pair[1]:
+            raise ValueError(f"merge {r} {list(pair)} does not make token {A + r}, "
+                             f"{vocab[A + r]!r}")
+
+
+FIELDS = {"version": int, "pattern": str, "vocab": dict, "merges": list}   # tokenizer.json's
 
 
 def check_fields(data):
     """Refuse parsed JSON unless it holds the FIELDS, of their types: version 1, ids 0..n-1."""
     if not isinstance(data, dict):
-        raise TypeError(f"expected a JSON object of the fields {list(FIELDS)}, not {data!r:.40}")
-    if wrong := [f"missing field {f!r}" for f in FIELDS if f not in data] + [
-            f"unknown field {f!r}" for f in data if f not in FIELDS]:
-        raise ValueError(f"{wrong[0]}: a tokenizer file holds the fields {list(FIELDS)}")
-    for field, kind in FIELDS.items():     # type(), not isinstance: True is not the version 1
-        if type(value := data[field]) is not kind:
-            raise TypeError(f"field {field!r} must be of type {kind.__name__}, not {value!r:.40}")
-    if wrong := [i for i in data["vocab"].values() if type(i) is not int]:
-        raise TypeError(f"vocab ids must be ints, not {wrong[0]!r:.20}")
-    if sorted(data["vocab"].values()) != list(range(len(data["vocab"]))):
-        raise ValueError(f"vocab ids must run 0..{len(data['vocab']) - 1}, each once")
+        raise TypeError(f"expected a JSON object of the fields {list(FIELDS)}")
+    if set(data) != set(FIELDS):
+        raise ValueError(f"a tokenizer holds the fields {list(FIELDS)}, not {list(data)}")
+    for field, kind in FIELDS.items():
+        if not isinstance(data[field], kind):
+            raise TypeError(f"field {field!r} must be of type {kind.__name__}, "
+                            f"not {type(data[field]).__name__}")
     if data["version"] != 1:
         raise ValueError(f"version {data['version']} is not supported: bpe.py reads version 1")
+    if set(data["vocab"].values()) != set(range(len(data["vocab"]))):
+        raise ValueError(f"vocab ids must run 0..{len(data['vocab']) - 1}, each once")
 
 
 def check_text(text, alphabet):
@@ -438,7 +471,8 @@ def check_text(text, alphabet):
 
 
 def check_ids(ids, vocab_size):
-    if outside := [i for i in ids if not 0 <= i < vocab_size]:
+    outside = [i for i in ids if not 0 <= i < vocab_size]
+    if outside:     # -1 would be the last token, silently
         raise ValueError(f"token ids outside the vocabulary of size {vocab_size}: {outside[:5]}")
 
 
