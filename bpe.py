@@ -266,8 +266,10 @@ def read_text(path):
 
 
 def read_json(path):
-    """A file's JSON, refused if it is not JSON."""
+    """A file's JSON, refused if the file is empty or not JSON."""
     text = read_text(path)      # not UTF-8: said by read_text, not as "not JSON"
+    if not text.strip():
+        raise FileProblem(f"{path} is empty")
     try:
         return json.loads(text)
     except ValueError as error:         # json.JSONDecodeError is one
@@ -312,9 +314,9 @@ def check(corpus_path=None, tokenizer_path=None):
     """Print whether tokenizer.json is what corpus.txt trains to, or its first line that is not;
     return the exit code."""
     path = tokenizer_path or TOKENIZER_PATH
-    found = read_text(path).splitlines() + ["(the end)"]
+    found = read_text(path).splitlines(keepends=True) + ["(the end)"]
     tokenizer = Tokenizer.train(read_corpus(corpus_path), VOCAB_SIZE)
-    trained = tokenizer.to_json().splitlines() + ["(the end)"]
+    trained = tokenizer.to_json().splitlines(keepends=True) + ["(the end)"]
     name = os.path.basename(path)
     for n, (line, fresh) in enumerate(zip(found, trained), 1):
         if line != fresh:
@@ -372,6 +374,10 @@ def write():
     return 0
 
 
+REMAKE = {"corpus.txt": "python3 tools/make_corpus.py",       # what makes a missing file
+          "tokenizer.json": "python3 bpe.py --write"}
+
+
 def run_reporting_problems(action, errors="backslashreplace"):
     """Run action() and return its exit code. A file of the lab's that cannot be used is one
     line on standard error, exit 1; a reader that stops early (| head) ends it quietly. errors:
@@ -385,10 +391,10 @@ def run_reporting_problems(action, errors="backslashreplace"):
     except FileProblem as problem:
         return report(str(problem))
     except FileNotFoundError as error:
-        message = f"cannot read {error.filename}: no such file"
-        if os.path.basename(error.filename) == "tokenizer.json":
-            message += ". Run: python3 bpe.py --write"
-        return report(message)
+        remake = REMAKE.get(os.path.basename(error.filename))
+        if remake is None:
+            return report(f"cannot read {error.filename}: no such file")
+        return report(f"cannot read {error.filename}: no such file. Run: {remake}")
     except BrokenPipeError:     # the flush at exit would fail too: send it to the null device
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1

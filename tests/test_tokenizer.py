@@ -4,6 +4,8 @@ import importlib.util
 import json
 import os
 import re
+import subprocess
+import sys
 import tempfile
 import unittest
 from pathlib import Path
@@ -148,16 +150,34 @@ class TheLabsTokenizerTests(unittest.TestCase):
                              (LAB / "tokenizer.json").read_bytes())
 
     def test_check_says_what_is_stale_or_missing_and_the_command_that_fixes_it(self):
+        lines = (LAB / "tokenizer.json").read_bytes().splitlines(True)
         with tempfile.TemporaryDirectory() as tmp:
-            path, lines = os.path.join(tmp, "tokenizer.json"), (LAB / "tokenizer.json").read_bytes()
-            Path(path).write_bytes(b"".join(lines.splitlines(True)[:98]))      # cut short
-            for where, words in ((path, "its line 99 is '(the end)', trained now '    \""),
-                                 (os.path.join(tmp, "no", "tokenizer.json"), "no such file")):
-                code, out, err = run_main(lambda args: bpe.run_reporting_problems(
-                    lambda: bpe.check(None, where)))
-                self.assertEqual(code, 1)
-                self.assertIn(words, out + err)
-                self.assertIn("python3 bpe.py --write", out + err)
+            short, windows = Path(tmp, "short.json"), Path(tmp, "windows.json")
+            short.write_bytes(b"".join(lines[:98]))                          # cut short
+            windows.write_bytes(b"".join(lines).replace(b"\n", b"\r\n"))     # Windows line ends
+            missing = Path(tmp, "no", "tokenizer.json")
+            for corpus, path, words in (
+                    (None, short, ["its line 99 is '(the end)', trained now '    \"",
+                                   "python3 bpe.py --write"]),
+                    (None, windows, ["its line 1 is '{\\r\\n', trained now '{\\n'"]),
+                    (None, missing, ["no such file. Run: python3 bpe.py --write"]),
+                    (missing.with_name("corpus.txt"), None,
+                     ["no such file. Run: python3 tools/make_corpus.py"])):
+                with self.subTest(words=words[0]):
+                    code, out, err = run_main(lambda args: bpe.run_reporting_problems(
+                        lambda: bpe.check(corpus, path)))
+                    self.assertEqual(code, 1)
+                    for part in words:
+                        self.assertIn(part, out + err)
+
+    def test_python3_bpe_py_into_a_reader_that_stops_early_ends_quietly(self):    # | head -1
+        read, write = os.pipe()
+        os.close(read)          # the reader has gone before the first line
+        buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}   # as usual
+        done = subprocess.run([sys.executable, str(LAB / "bpe.py")], stdout=write,
+                              stderr=subprocess.PIPE, env=buffered)
+        os.close(write)
+        self.assertEqual((done.returncode, done.stderr.decode()), (1, ""))
 
     def test_the_demo_prints_the_lines_pasted_at_the_end_of_bpe_py(self):
         source = (LAB / "bpe.py").read_text(encoding="utf-8")
@@ -176,6 +196,7 @@ class TheLabsTokenizerTests(unittest.TestCase):
         vocab, merges, last = data["vocab"], data["merges"], tokenizer().vocab[-1]
         A, T, V = tokenizer().alphabet_size, TypeError, ValueError
         rows = [   # (case, content, error, message); not JSON, not UTF-8: test_files
+            ("empty", "\n", V, "tokenizer.json is empty"),
             ("a list", [], T, "expected a JSON object of the fields"),
             *[(f"{field} missing", {k: v for k, v in data.items() if k != field}, V,
                re.escape(f"the fields {list(bpe.FIELDS)}, not {[f for f in data if f != field]}"))
