@@ -194,9 +194,8 @@ def attention_forward(p, x):
     mixed = matmul(weights, v)                                  # (T, d)
     # 5. projection
     out = matmul(mixed, p["Wo"])                                # (T, d)
-    cache = {"x": x, "q": q, "k": k, "v": v, "scores": scores, "weights": weights,
-             "mixed": mixed}
-    return out, cache
+    return out, {"x": x, "q": q, "k": k, "v": v, "scores": scores, "weights": weights,
+                 "mixed": mixed}
 
 
 def attention_backward(p, cache, d_out):
@@ -290,10 +289,9 @@ def forward(p, ids, use_positions=True):
     # 4. output scores, after one more layer norm
     hf, lnf = layernorm_forward(x2, p["lnf_g"], p["lnf_b"])     # (T, d)
     logits = linear(hf, p["W_out"], p["b_out"])                 # (T, V)
-    cache = {"ids": list(ids), "use_positions": use_positions, "x0": x0, "ln1": ln1,
-             "h1": h1, "att": att, "x1": x1, "ln2": ln2, "h2": h2, "pre": pre,
-             "act": act, "x2": x2, "lnf": lnf, "hf": hf}
-    return logits, cache
+    return logits, {"ids": list(ids), "use_positions": use_positions, "x0": x0, "ln1": ln1,
+                    "h1": h1, "att": att, "x1": x1, "ln2": ln2, "h2": h2, "pre": pre,
+                    "act": act, "x2": x2, "lnf": lnf, "hf": hf}
 
 
 def loss_and_dlogits(logits, targets):
@@ -391,6 +389,9 @@ def check_ids(ids, vocab, what):
 
 def check_forward(p, ids):
     """Refuse parameters that do not fit together, or token IDs forward cannot read."""
+    missing = [name for name in PARAMETERS if name not in p]
+    if missing:
+        raise ValueError(f"forward: the parameters lack {', '.join(missing)}")
     signature = ", ".join(f"{name}: {letters}" for name, letters in PARAMETERS.items())
     sizes = check(f"forward({signature})", *(p[name] for name in PARAMETERS))
     check_ids(ids, sizes["V"], "token IDs")

@@ -42,8 +42,9 @@ def trace(tok=None, story=None):
     """Every figure of block-trace.json, computed afresh, in the file's order: by default for
     the lab's tokenizer and the first story of corpus.txt (with its newline)."""
     tok = load_tokenizer() if tok is None else check_sentences(tok)
-    where = "the story" if story else "corpus.txt line 1, the first story,"
-    story = story or first_story()
+    where = "the story"
+    if story is None:
+        where, story = "corpus.txt line 1, the first story,", first_story()
     ids = encode_story(tok, story, where)
     p = build(tok, SERIES)
     x, y = ids[:-1], ids[1:]                            # each token predicts the next
