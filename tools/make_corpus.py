@@ -1,5 +1,5 @@
-"""Write corpus.txt, tools/quotas.json and tokenizer.json so that the lab's trace stays the
-lesson's, byte for byte, or write nothing and say why (tools/README.md says how). From the lab:
+"""Write corpus.txt, tools/quotas.json and tokenizer.json so that the lesson's sentences keep
+their token IDs, or write nothing and say why (tools/README.md says how). From the lab:
     python3 tools/make_corpus.py            write the three files, searching when needed
     python3 tools/make_corpus.py --check    exit 1 unless they are what this program writes
 """
@@ -16,7 +16,6 @@ ROOT = os.path.dirname(TOOLS)
 sys.path.insert(0, ROOT)
 
 import bpe           # noqa: E402  (the lab's modules live one folder up)
-import trace_block   # noqa: E402
 
 STORIES_PATH = os.path.join(TOOLS, "stories.txt")
 PLOTS_PATH = os.path.join(TOOLS, "plots.txt")
@@ -25,86 +24,94 @@ QUOTAS_PATH = os.path.join(TOOLS, "quotas.json")
 
 ################ What the lesson pins
 
-FIRST_STORY = ("mia has a red hat. mia goes to the garden. at the garden, mia gives the hat "
-               "to ava. now ava has the red hat.")
+FIRST_STORY = ("mia has a red hat. mia goes to the garden. at the garden, "
+               "mia gives the hat to ava. now ava has the red hat.")
 # "." is 4 and "n" 16 only with exactly this alphabet: the letters without f, j, q and x.
 ALPHABET = "\n ',.abcdeghiklmnoprstuvwyz"
-# Every sentence whose token IDs the trace or a test reads, split as the lesson's tokenizer
-# splits it; IDS gives each token's ID. Together they pin every ID those read: the first
-# story's (its loss, layer norm's row 0), the order test's, and the gradient check's.
-SPLITS = {FIRST_STORY + "\n": "mia| has| a| red| hat|.| mia| goes| to| the| g|ar|d|en|.| at| the| "
-                              "g|ar|d|en|,| mia| gives| the| hat| to| ava|.| now| ava| has| the| "
-                              "red| hat|.|\n",
-          "now mia gives the hat to leo.": "n|ow| mia| gives| the| hat| to| leo|.",
-          "now leo gives the hat to mia.": "n|ow| leo| gives| the| hat| to| mia|.",
-          "mia has a red ball.": "mia| has| a| red| b|a|ll|."}
-IDS = {"\n": 0, ",": 3, ".": 4, "a": 5, "d": 8, "n": 16, " a": 29, " the": 30, " b": 32,
-       " g": 36, " to": 37, "ow": 40, " has": 46, " gives": 50, "ll": 53, " ava": 56,
-       " mia": 65, "en": 66, "ar": 67, " leo": 70, " hat": 79, " now": 80, " at": 81,
-       " red": 85, "mia": 89, " goes": 91}
-# The figures of the lesson's block-trace.json that depend on the token IDs.
-LESSON = {"story_tokens": 37, "initial_loss": 4.5805, "layernorm_row0": {"mean": 0.0,
-          "variance": 0.9852}, "gradient_check": {"config": trace_block.TINY,
-          "parameters_checked": 1060, "max_error_rounded": 0.0}}
-LESSON_GAPS = {"last_logit_gap_without_positions": 0.0, "last_logit_gap_with_positions": 0.001282,
-               "gaps_by_position_without_positions": [0.0, 0.0, 0.3037, 0.0149, 0.0137, 0.0125,
-                                                      0.0232, 0.3097, 0.0]}
+# The sentences whose token IDs the trace and the tests read (the first story, the order
+# test's two, the gradient check's), split as the lesson's tokenizer splits them; their IDs.
+SPLITS = {
+    FIRST_STORY + "\n":
+        "mia| has| a| red| hat|.| mia| goes| to| the| g|ar|d|en|.| at| the|"
+        " g|ar|d|en|,| mia| gives| the| hat| to| ava|.| now| ava| has| the|"
+        " red| hat|.|\n",
+    "now mia gives the hat to leo.": "n|ow| mia| gives| the| hat| to| leo|.",
+    "now leo gives the hat to mia.": "n|ow| leo| gives| the| hat| to| mia|.",
+    "mia has a red ball.": "mia| has| a| red| b|a|ll|.",
+}
+IDS = {"\n": 0, ",": 3, ".": 4, "a": 5, "d": 8, "n": 16,
+       " a": 29, " the": 30, " b": 32, " g": 36, " to": 37,
+       "ow": 40, " has": 46, " gives": 50, "ll": 53, " ava": 56,
+       " mia": 65, "en": 66, "ar": 67, " leo": 70, " hat": 79,
+       " now": 80, " at": 81, " red": 85, "mia": 89, " goes": 91}
 
 
-################ The plots and their words (tools/plots.txt)
+################ The generated stories (tools/plots.txt says how to write a plot)
 
 N_STORIES = 300      # stories generated from the plots
 PLOT_SEED = 19       # picks the plots' order and each sentence's wording
 FIELD = re.compile(r"\{(\w+)(?:\.(he|his|him))?(?::(\w+):(\w+):(\w+))?\}")
-PRONOUNS = {"he": ("he", "she"), "his": ("his", "her"), "him": ("him", "her")}
+SHE = {"he": "she", "his": "her", "him": "her"}
 GIVE_FORMS = {"gives-to": "{x} gives the {t} to {y}.", "gives-y": "{x} gives {y} the {t}.",
               "hands-to": "{x} hands the {t} to {y}.", "hands-y": "{x} hands {y} the {t}."}
-FIELD_KINDS = {"a": "kid", "b": "kid", "g": "grown", "c": "colour", "d": "colour", "o": "thing",
-               "p": "thing", "pl": "place", "at": "at", "go": "go", "gives": "gives",
-               "give": "give", "now": "now", "has": "has"}
-PAIRS = (("a", "b"), ("c", "d"), ("o", "p"))     # the two fields of a pair never say one word
+FIELD_KINDS = {"a": "kid", "b": "kid", "g": "grown", "c": "colour", "d": "colour",
+               "o": "thing", "p": "thing", "pl": "place", "at": "at", "go": "go",
+               "gives": "gives", "give": "give", "now": "now", "has": "has"}
+PAIRS = [("a", "b"), ("c", "d"), ("o", "p")]   # a pair's two fields never say one word
+
+
+def lines_of(path):
+    """(where, line) for each line that is not empty or a comment; a BOM is dropped, and a
+    byte that is not UTF-8 reads as "\ufffd", a character outside the alphabet."""
+    with open(path, encoding="utf-8-sig", errors="replace") as file:
+        for number, line in enumerate(file, 1):
+            line = line.rstrip("\n")
+            if line.strip() and not line.startswith("#"):
+                yield f"{os.path.relpath(path)} line {number}", line
 
 
 def read_plots(path=PLOTS_PATH):
     """(plots, kinds, she): plots as (name, weight, [[ways of saying sentence 1], ...]), kinds
-    as kind -> (steered words, other words), and the names that take "she"."""
-    plots, kinds, she = [], {}, ()
-    with open(path, encoding="utf-8-sig", errors="replace") as file:   # a BOM is dropped
-        for number, line in enumerate(file, 1):                         # a bad byte: "\ufffd"
-            line, where = line.rstrip("\n"), f"{os.path.relpath(path)} line {number}"
-            if not line.strip() or line.startswith("#"):
-                continue
-            if line.startswith("@"):
-                kind, _, words = line[1:].partition(" ")
-                steered, _, others = words.partition("|")
-                others = ["" if w == "-" else w for w in others.split()]
-                if kind == "she":
-                    she = tuple(steered.split())
-                elif not others:
-                    raise ValueError(f"{where}: a kind needs other words after '|'")
-                else:
-                    kinds[kind] = (steered.split(), others)
-            elif m := re.fullmatch(r"== (\w+)(?: (\d+))? *", line):
-                plots.append((m[1], min(int(m[2] or 1), N_STORIES), []))
-            elif line.startswith("=="):
-                raise ValueError(f"{where}: a plot starts with '== name' or '== name weight', "
-                                 f"its weight a whole number")
-            elif not plots:
-                raise ValueError(f"{where}: a sentence before the first '== name' line")
+    as kind -> (steered words, other words), she the names that take "she"."""
+    plots = []
+    kinds = {}
+    she = []
+    for where, line in lines_of(path):
+        if line.startswith("@"):
+            kind, _, words = line[1:].partition(" ")
+            steered, _, others = words.partition("|")
+            others = ["" if word == "-" else word for word in others.split()]
+            if kind == "she":
+                she = steered.split()
+            elif not others:
+                raise bpe.FileProblem(f"{where}: a kind needs other words after '|'")
             else:
-                ways = line.split(" | ")
-                bad = sorted({c for way in ways for c in FIELD.sub("", way)} - set(ALPHABET))
-                unknown = sorted({m[0] for m in FIELD.findall(line)} - set(FIELD_KINDS))
-                if bad or unknown or any(not way.strip() for way in ways):
-                    raise ValueError(f"{where}: " + (f"characters outside the alphabet {bad}"
-                                     if bad else f"unknown fields {unknown}" if unknown
-                                     else "an empty way of saying a sentence"))
-                plots[-1][2].append(ways)
-    missing = sorted((set(FIELD_KINDS.values()) | {"lead", "callee"}) - set(kinds))
-    if missing or not any(weight for _, weight, _ in plots):     # a weight of 0 leaves a plot out
-        raise ValueError(f"{os.path.relpath(path)}: " + (
-            f"no word list for {missing}" if missing else "no plot of weight 1 or more"))
+                kinds[kind] = (steered.split(), others)
+        elif line.startswith("=="):
+            match = re.fullmatch(r"== (\w+)(?: (\d+))? *", line)
+            if not match:
+                raise bpe.FileProblem(f"{where}: a plot starts with '== name' or "
+                                      f"'== name weight', its weight a whole number")
+            plots.append((match[1], min(int(match[2] or 1), N_STORIES), []))
+        elif not plots:
+            raise bpe.FileProblem(f"{where}: a sentence before the first '== name' line")
+        else:
+            plots[-1][2].append(read_ways(line, where))
     return plots, kinds, she
+
+
+def read_ways(line, where):
+    """The ways of saying one sentence of a plot, checked."""
+    ways = line.split(" | ")
+    bad = sorted(set("".join(FIELD.sub("", way) for way in ways)) - set(ALPHABET))
+    if bad:
+        raise bpe.FileProblem(f"{where}: characters outside the alphabet {bad}")
+    unknown = sorted({match[0] for match in FIELD.findall(line)} - set(FIELD_KINDS))
+    if unknown:
+        raise bpe.FileProblem(f"{where}: unknown fields {unknown}")
+    if not all(way.strip() for way in ways):
+        raise bpe.FileProblem(f"{where}: an empty way of saying a sentence")
+    return ways
 
 
 def kinds_of(template):
@@ -112,11 +119,12 @@ def kinds_of(template):
     called at the start of something said ('{a}, ...') a "callee" slot."""
     found = {}
     for name, _, x, t, y in FIELD.findall(template):
-        for field in [name] + ([x, t, y] if name == "give" else []):
+        for field in (name, x, t, y):       # x, t and y: the fields of a {give:x:t:y}
             kind = FIELD_KINDS.get(field)
-            lead, callee = template.startswith("{%s}" % field), "'{%s}" % field in template
-            if kind == "kid" and (lead or callee):
-                kind = "lead" if lead else "callee"
+            if kind == "kid" and template.startswith("{%s}" % field):
+                kind = "lead"
+            elif kind == "kid" and "'{%s}" % field in template:
+                kind = "callee"
             if kind:
                 found.setdefault(field, kind)
     return found
@@ -127,11 +135,13 @@ class Filler:
 
     def __init__(self):
         plots, self.kinds, self.she = read_plots()
-        rng, order = random.Random(PLOT_SEED), []      # the N_STORIES plots in a fixed order
+        rng = random.Random(PLOT_SEED)
+        order = []              # rounds of the plots, each shuffled, up to N_STORIES
         while len(order) < N_STORIES:
             round_ = [plot for plot in plots for _ in range(plot[1])]
             rng.shuffle(round_)
             order += round_
+        # one template a story: one way of saying each sentence of its plot
         self.templates = [" ".join(rng.choice(ways) for ways in plot[2])
                           for plot in order[:N_STORIES]]
         self.fields = [kinds_of(t) for t in self.templates]
@@ -139,89 +149,97 @@ class Filler:
         for i, fields in enumerate(self.fields):
             for field, kind in fields.items():
                 self.slots[kind].append((i, field))
-        self.names = [f"{kind}:{word}" for kind, (steered, _) in self.kinds.items()
-                      for word in steered]
-        # each kind's slots go to the quotas in a fixed shuffled order, lead slots whose child
-        # is named fewer times first (tools/README.md says why)
+        self.names = [f"{k}:{w}" for k, (steered, _) in self.kinds.items() for w in steered]
+        # the order in which a kind's slots go to its steered words: shuffled, and lead slots
+        # whose child the story names fewer times first, so that the lead quota of "mia"
+        # moves "mia" (a story's first word) more than " mia"
         self.order = {}
         for kind, slots in self.slots.items():
             self.order[kind] = list(range(len(slots)))
             random.Random(kind).shuffle(self.order[kind])
             if kind == "lead":
-                self.order[kind].sort(key=lambda j: self.templates[slots[j][0]].count(
-                    "{%s}" % slots[j][1]))
+                self.order[kind].sort(key=lambda j: self.mentions(*slots[j]))
+
+    def mentions(self, story, field):
+        return self.templates[story].count("{%s}" % field)
 
     def fit(self, quotas):
         """The quotas within 0 and the kind's slots (its last steered word gives way first)."""
-        quotas = {name: max(0, quotas.get(name, 0)) for name in self.names}
+        fitted = {name: max(0, quotas.get(name, 0)) for name in self.names}
         for kind, (steered, _) in self.kinds.items():
-            excess = sum(quotas[f"{kind}:{w}"] for w in steered) - len(self.slots[kind])
+            excess = sum(fitted[f"{kind}:{w}"] for w in steered) - len(self.slots[kind])
             for word in reversed(steered):
-                cut = min(max(excess, 0), quotas[f"{kind}:{word}"])
-                quotas[f"{kind}:{word}"], excess = quotas[f"{kind}:{word}"] - cut, excess - cut
-        return quotas
+                cut = min(max(excess, 0), fitted[f"{kind}:{word}"])
+                fitted[f"{kind}:{word}"] -= cut
+                excess -= cut
+        return fitted
 
     def stories(self, quotas):
-        """The generated stories, their slots filled by quota."""
-        values = [{} for _ in self.templates]
+        """The generated stories: in each kind's slot order, its steered words fill as many
+        slots as their quotas say; its other words take the rest in turn."""
+        values = [{} for _ in self.templates]       # story -> field -> word
         for kind, (steered, others) in self.kinds.items():
-            words = [others[j % len(others)] for j in range(len(self.slots[kind]))]
+            slots = self.slots[kind]
+            words = [others[j % len(others)] for j in range(len(slots))]
             chosen = [word for word in steered for _ in range(quotas[f"{kind}:{word}"])]
             for j, word in zip(self.order[kind], chosen):
                 words[j] = word
-            for (i, field), word in zip(self.slots[kind], words):
+            for (i, field), word in zip(slots, words):
                 values[i][field] = word
-        self.make_pairs_differ(values)
-        return [self.render(t, v) for t, v in zip(self.templates, values)]
-
-    def make_pairs_differ(self, values):
-        """Where the two fields of a pair (two children, colours or things) got one word, swap
-        the second with the same kind's word of another story (counts stay as they were)."""
         for i, fields in enumerate(self.fields):
             for first, second in PAIRS:
-                if second not in fields or values[i].get(first) != values[i][second]:
-                    continue
-                for j, other in self.slots[fields[second]]:
-                    mine, theirs = values[i], values[j]
-                    if j != i and theirs[other] != mine[first] and mine[second] not in [
-                            theirs[f] for f in self.fields[j] if f != other and
-                            FIELD_KINDS[f] == FIELD_KINDS[other]]:
-                        mine[second], theirs[other] = theirs[other], mine[second]
-                        break
+                if second in fields and values[i].get(first) == values[i][second]:
+                    self.swap(values, i, second, values[i][first])
+        return [self.render(t, v) for t, v in zip(self.templates, values)]
+
+    def swap(self, values, i, field, word):
+        """Story i's field says word, as its pair's other field does: swap it with the first
+        slot of its kind in another story that then says no word twice (counts stay)."""
+        mine = values[i]
+        for j, other in self.slots[self.fields[i][field]]:
+            theirs = values[j]
+            kind = FIELD_KINDS[other]
+            if j == i or theirs[other] == word:
+                continue
+            said = [theirs[f] for f in self.fields[j] if f != other and FIELD_KINDS[f] == kind]
+            if mine[field] not in said:
+                mine[field], theirs[other] = theirs[other], mine[field]
+                return
 
     def render(self, template, values):
+        """The story: each field of the template replaced by its word."""
         def fill(match):
             name, pronoun, x, t, y = match.groups()
-            if name == "give":
-                thing = "{%s}" % t if t in FIELD_KINDS else t
-                return GIVE_FORMS[values["give"]].format(x="{%s}" % x, t=thing, y="{%s}" % y)
-            if name == "now":
-                return values["now"] + " " if values["now"] else ""
-            if pronoun:
-                return PRONOUNS[pronoun][values[name] in self.she]
-            return values[name]
-        return FIELD.sub(fill, FIELD.sub(fill, template))   # twice: a give holds fields
+            word = values[name]
+            if name == "give":          # a sentence with fields: the second pass fills them
+                if t in FIELD_KINDS:
+                    t = "{%s}" % t
+                return GIVE_FORMS[word].format(x="{%s}" % x, t=t, y="{%s}" % y)
+            if name == "now" and word:
+                return word + " "
+            if pronoun and word in self.she:
+                return SHE[pronoun]
+            return pronoun or word
+        return FIELD.sub(fill, FIELD.sub(fill, template))
 
 
-################ The stories of tools/stories.txt, and the corpus
+################ The hand-written stories, the corpus, its tokenizer
 
 def read_stories(path=STORIES_PATH):
     """The hand-written stories, checked line by line; a bad line stops the program."""
     stories = []
-    with open(path, encoding="utf-8-sig", errors="replace") as file:   # a BOM is dropped
-        for number, line in enumerate(file, 1):                         # a bad byte: "\ufffd"
-            story, where = line.rstrip("\n"), f"{os.path.relpath(path)} line {number}"
-            if not story.strip() or story.startswith("#"):
-                continue
-            bad = [word for word in story.split(" ") if set(word) - set(ALPHABET)]
-            problem = (f"{', '.join(map(repr, bad))}: a story is written in lower case a to z "
-                       f"without f, j, q and x, with spaces, commas, full stops and apostrophes"
-                       if bad else "spaces at the story's ends or two in a row"
-                       if story != " ".join(story.split()) else "a story ends with a full stop"
-                       if not story.endswith(".") else "")
-            if problem:
-                raise ValueError(f"{where}: {problem}")
-            stories.append(story)
+    for where, story in lines_of(path):
+        bad = [word for word in story.split(" ") if set(word) - set(ALPHABET)]
+        if bad:
+            words = ", ".join(map(repr, bad))
+            raise bpe.FileProblem(f"{where}: {words}: a story is written in lower case a to z "
+                                  f"without f, j, q and x, with spaces, commas, full stops "
+                                  f"and apostrophes")
+        if story != " ".join(story.split()):
+            raise bpe.FileProblem(f"{where}: spaces at the story's ends or two in a row")
+        if not story.endswith("."):
+            raise bpe.FileProblem(f"{where}: a story ends with a full stop")
+        stories.append(story)
     return stories
 
 
@@ -231,36 +249,31 @@ def assemble(generated, extra):
     return "\n".join([FIRST_STORY] + generated + extra) + "\n"
 
 
-def pinned_errors(text, size=bpe.VOCAB_SIZE):
-    """Each pinned token -> its trained ID minus the lesson's (100: not a token), whether the
-    sentences split as SPLITS says, the tokenizer, and the merge counts of size tokens."""
+def train(text, size=bpe.VOCAB_SIZE):
+    """(tokenizer, misplaced, split, counts) of text: each pinned token not at its ID -> its
+    ID; whether SPLITS is right; each merge's count, up to size tokens."""
     vocab, merges, counts = bpe.learn_merges(text, size)
-    ids = {token: i for i, token in enumerate(vocab[:bpe.VOCAB_SIZE])}
-    errors = {token: ids.get(token, 100) - want for token, want in IDS.items()}
-    tok = bpe.Tokenizer(vocab[:bpe.VOCAB_SIZE],
-                        [(vocab[a], vocab[b]) for a, b in merges[:bpe.VOCAB_SIZE - len(ALPHABET)]])
-    splits = all(tok.tokens(s) == want.split("|") for s, want in SPLITS.items()
-                 if not set(s) - set(vocab))
-    return errors, splits, tok, dict(zip(vocab[len(vocab) - len(counts):], counts))
+    base = len(vocab) - len(merges)         # the characters of the text
+    pairs = [(vocab[a], vocab[b]) for a, b in merges[:bpe.VOCAB_SIZE - base]]
+    tok = bpe.Tokenizer(vocab[:bpe.VOCAB_SIZE], pairs)
+    ids = {token: i for i, token in enumerate(tok.vocab)}
+    found = {t: ids.get(t, bpe.VOCAB_SIZE) for t in IDS}      # 96: not a token
+    misplaced = {t: i for t, i in found.items() if i != IDS[t]}
+    split = all(tok.tokens(s) == want.split("|") for s, want in SPLITS.items())
+    return tok, misplaced, split, dict(zip(vocab[base:], counts))
 
 
-def verify(text):
-    """Everything promised, checked with bpe.py and trace_block.py: (problems, the tokenizer)."""
-    if set(text) != set(ALPHABET):
-        return [f"the corpus does not use every character of {ALPHABET!r}"], None
-    errors, splits, tok, _ = pinned_errors(text)
-    wrong = [f"{token!r} {IDS[token] + e if e < 100 - IDS[token] else 'not a token'} (the "
-             f"lesson's {IDS[token]})" for token, e in errors.items() if e]
-    if wrong or not splits:
-        return ["token IDs: " + ", ".join(wrong) if wrong else
-                "a pinned sentence splits into other tokens than SPLITS says"], tok
-    figures = trace_block.trace(tok, FIRST_STORY + "\n")
-    want = dict(LESSON, order_test=dict(figures["order_test"], **LESSON_GAPS))
-    return [f"the trace's {key} is {json.dumps(figures[key])}, the lesson's {json.dumps(value)}"
-            for key, value in want.items() if figures[key] != value], tok
+def problem(misplaced, split):
+    """What keeps a tokenizer from the lesson's IDs ("" if nothing does): each pinned token
+    out of place and how far ("' hat' +1": one ID too late), or the split."""
+    if misplaced:
+        return ", ".join(f"{t!r} {i - IDS[t]:+d}" for t, i in misplaced.items())
+    if not split:
+        return "a pinned sentence splits into other tokens than SPLITS says"
+    return ""
 
 
-################ The search
+################ The search (tools/README.md describes it)
 
 LOOK_PAST = 24       # merges past the vocabulary the search watches (tokens about to enter it)
 REACH = 12           # how far one step moves a quota (the model is straight only nearby)
@@ -269,61 +282,51 @@ BUDGET = 4000        # tokenizers the search trains before it gives up
 
 
 class Search:
-    """Moves the quotas until every pinned ID is right, as tools/README.md describes."""
+    """Moves the quotas until every pinned ID is right."""
 
     def __init__(self, filler, extra):
-        self.filler, self.extra, self.seen = filler, extra, {}
+        self.filler = filler
+        self.extra = extra
+        self.seen = {}          # each setting trained -> its measure
 
     def measure(self, quotas):
-        """(score, errors, counts) of a setting: a smaller score is better, 0 first: all right."""
+        """(score, problem, counts) of a setting; the smaller score is better, 0 first."""
         key = tuple(sorted(quotas.items()))
         if key not in self.seen:
             text = assemble(self.filler.stories(quotas), self.extra)
-            errors, splits, _, counts = pinned_errors(text, bpe.VOCAB_SIZE + LOOK_PAST)
-            off, margins = self.gaps(counts)
-            wrong = sum(e != 0 for e in errors.values()) + 30 * (not splits)
-            wrong = wrong and wrong + off       # 0: every pinned token in place
-            self.seen[key] = ((wrong, -margins), errors, counts)
+            _, misplaced, split, counts = train(text, bpe.VOCAB_SIZE + LOOK_PAST)
+            off, margins = gaps(counts)
+            wrong = len(misplaced)
+            if not split:
+                wrong += 30             # a sentence split otherwise weighs as 30 IDs wrong
+            if wrong:
+                wrong += off            # 0 only when every pinned token is in place
+            self.seen[key] = ((wrong, -margins), problem(misplaced, split), counts)
         return self.seen[key]
 
-    @staticmethod
-    def gaps(counts):
-        """How many counts the pinned tokens' merges lack or exceed, in all, to come at their
-        IDs, and the margins of those in place (each at most MARGIN); a tie to the earlier."""
-        order = sorted(counts, key=lambda t: -counts[t])
-        where, off, margins = {t: i for i, t in enumerate(order)}, 0, 0
-        for token, want in IDS.items():
-            k, p = want - len(ALPHABET), where.get(token, len(order))
-            if k < 0:
-                continue
-            def other(i):           # the count i-th in order without this token
-                i += i >= p
-                return counts[order[i]] if i < len(order) else 0
-            c, high, low = counts.get(token, 0), other(k - 1) if k else 1e9, other(k)
-            off += max(0, c - high + 1) + max(0, low - c + 1)
-            margins += min(MARGIN, high - c, c - low) if low < c < high else 0
-        return off, margins
+    def score(self, quotas):
+        return self.measure(quotas)[0]
 
     def effects(self, quotas):
-        """How each quota's next slot changes each token's merge count, measured around quotas."""
-        base, effects = self.measure(quotas)[2], {}
+        """Quota name -> [(token, how one more slot changes its merge count)], near quotas."""
+        base = self.measure(quotas)[2]
+        effects = {}
         for name in self.filler.names:
-            for move in (REACH // 2, -REACH // 2):
+            for move in (REACH // 2, -(REACH // 2)):
                 moved = self.filler.fit({**quotas, name: quotas[name] + move})
-                if moved[name] != quotas[name]:
-                    counts, d = self.measure(moved)[2], moved[name] - quotas[name]
+                d = moved[name] - quotas[name]
+                if d != 0 and name not in effects:
+                    counts = self.measure(moved)[2]
                     effects[name] = [(t, (counts[t] - base[t]) / d) for t in base
                                      if t in counts and counts[t] != base[t]]
-                    break
         return effects
 
     def step(self, quotas, effects):
-        """The setting the straight-line model of the quotas' effects calls best near quotas."""
-        base = self.measure(quotas)[2]
-        def value(counts):  # noqa: E306
-            off, margins = self.gaps({t: c for t, c in counts.items() if c > 0})
-            return off * 10 - margins
-        best, counts, score = quotas, dict(base), value(base)
+        """The setting the straight-line model of the quotas' effects calls best near quotas:
+        quotas moved by 1, 2, 4 or 8 at a time while the model's prediction improves."""
+        best = quotas
+        counts = dict(self.measure(quotas)[2])
+        score = predicted(counts)
         for _ in range(100):
             tries = []
             for name in effects:
@@ -333,116 +336,139 @@ class Search:
                         continue
                     moved = dict(counts)
                     for n in effects:
-                        for t, e in effects[n] if q[n] != best[n] else ():
+                        if q[n] == best[n]:
+                            continue
+                        for t, e in effects[n]:
                             moved[t] = moved.get(t, 0) + e * (q[n] - best[n])
-                    tries.append((value(moved), q, moved))
+                    tries.append((predicted(moved), q, moved))
             if not tries or min(t[0] for t in tries) >= score:
                 return best
             score, best, counts = min(tries, key=lambda t: t[0])
         return best
 
     def run(self, quotas, seed=1):
-        """The best setting found from quotas, and its measure."""
-        rng, closest, effects = random.Random(seed), (self.measure(quotas)[0], quotas), None
-        while closest[0][0] and len(self.seen) < BUDGET:
-            effects = effects or self.effects(quotas)   # measured again where the model failed
-            here, target = self.measure(quotas)[0], self.step(quotas, effects)
-            halfway = self.filler.fit({n: (quotas[n] + v) // 2 for n, v in target.items()})
-            q = target if self.measure(target)[0] < here else halfway
-            if self.measure(q)[0] >= here:
-                q = min((self.filler.fit({**quotas, n: quotas[n] + d}) for n in self.filler.names
-                         for d in (1, -1, 2, -2)), key=lambda q: self.measure(q)[0])
-            if self.measure(q)[0] >= here:
-                kick = {n: closest[1][n] + rng.choice((-3, -2, 2, 3))
-                        for n in rng.sample(self.filler.names, 2)}
-                q = self.filler.fit({**closest[1], **kick})
-            quotas, effects = q, effects if q is target else None
-            closest = min(closest, (self.measure(q)[0], q), key=lambda c: c[0])
-            print(f"  {len(self.seen)} tried: {self.describe(self.measure(q)[1])}")
-        return closest[1], self.measure(closest[1])
+        """The closest setting found from quotas. Where the model's step is no better: half
+        of it, else the best quota moved by 1 or 2, else a random kick from the closest."""
+        rng = random.Random(seed)
+        closest = quotas
+        effects = None
+        while self.score(closest)[0] and len(self.seen) < BUDGET:
+            if not effects:
+                effects = self.effects(quotas)
+            here = self.score(quotas)
+            target = self.step(quotas, effects)
+            q = target
+            if self.score(q) >= here:
+                q = self.filler.fit({n: (quotas[n] + v) // 2 for n, v in target.items()})
+            if self.score(q) >= here:
+                nudged = [self.filler.fit({**quotas, n: quotas[n] + d})
+                          for n in self.filler.names for d in (1, -1, 2, -2)]
+                q = min(nudged, key=self.score)
+            if self.score(q) >= here:
+                kick = {}
+                for n in rng.sample(self.filler.names, 2):
+                    kick[n] = closest[n] + rng.choice((-3, -2, 2, 3))
+                q = self.filler.fit({**closest, **kick})
+            if q is not target:
+                effects = None          # measured again where the model failed
+            quotas = q
+            if self.score(q) < self.score(closest):
+                closest = q
+            print(f"  {len(self.seen)} tried: {self.measure(q)[1] or 'every pinned ID right'}")
+        return closest
 
-    @staticmethod
-    def describe(errors):
-        return ", ".join(f"{t!r} {e:+d}" for t, e in errors.items() if e) or "every pinned ID right"
+
+def gaps(counts):
+    """How many counts the pinned tokens' merges lack or exceed, in all, to come at their
+    IDs, and the margins of those in place (each at most MARGIN); a tie to the earlier."""
+    ranked = sorted(counts.values(), reverse=True)
+    off = 0
+    margins = 0
+    for token, want in IDS.items():
+        k = want - len(ALPHABET)        # its place among the merges
+        if k < 0:
+            continue                    # a character, not a merge
+        c = counts.get(token, 0)
+        rest = list(ranked)             # the other merges' counts, largest first
+        if token in counts:
+            rest.remove(c)
+        rest += [0] * (k + 1)           # past the last merge: counts of 0
+        high = rest[k - 1] if k > 0 else 1e9
+        low = rest[k]
+        off += max(0, c - high + 1) + max(0, low - c + 1)
+        if low < c < high:
+            margins += min(MARGIN, high - c, c - low)
+    return off, margins
+
+
+def predicted(counts):
+    """How good the straight-line model's counts are: smaller is better."""
+    off, margins = gaps({t: c for t, c in counts.items() if c > 0})
+    return off * 10 - margins
 
 
 ################ Command line
 
 def read_quotas(path=QUOTAS_PATH):
-    """The stored quotas ({} without the file)."""
-    try:
-        quotas = json.loads(read(path) or '{"quotas": {}}')["quotas"]
-        if all(type(v) is int for v in quotas.values()):
-            return quotas
-    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
-        pass
-    raise ValueError(f"{os.path.relpath(path)} is not a file this program wrote; delete it and "
-                     f"run python3 tools/make_corpus.py")
-
-
-def quotas_json(quotas, filler):
-    return json.dumps({"note": "written by tools/make_corpus.py: how many slots of each kind "
-                       "hold each steered word; the search starts from here", "quotas": quotas,
-                       "slots": {k: len(filler.slots[k]) for k in filler.kinds}}, indent=2) + "\n"
-
-
-def read(path):
-    return bpe.read_text(path) if os.path.exists(path) else None
+    """The stored quotas ({} without the file: the search starts from nothing)."""
+    if not os.path.exists(path):
+        return {}
+    return bpe.read_json(path)["quotas"]
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        description="Write corpus.txt, tools/quotas.json and tokenizer.json from the plots and "
-                    "stories in tools/, keeping the token IDs the lesson's trace reads.",
+        description="Write corpus.txt, tools/quotas.json and tokenizer.json from tools/, "
+                    "keeping the token IDs the lesson's trace reads.",
         epilog="see tools/README.md", allow_abbrev=False)
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 unless "
-                        "corpus.txt, quotas.json and tokenizer.json are what this writes")
-    return bpe.run_reporting_problems(lambda: run(parser.parse_args(argv)))   # as bpe.main
+                        "the three files are what this program writes")
+    return bpe.run_reporting_problems(lambda: run(parser.parse_args(argv)))  # as bpe.main
 
 
 def run(args):
     """Do what the parsed command line asks; return the exit code."""
     started = time.perf_counter()
-    try:
-        extra, filler, quotas = read_stories(), Filler(), read_quotas()
-    except (OSError, ValueError) as error:
-        return bpe.report(f"make_corpus{' --check' * args.check}: {error}"
-                          + "; nothing was written" * (not args.check))
-    quotas = filler.fit(quotas)
+    extra = read_stories()          # a bad line: bpe.FileProblem, one line from main
+    filler = Filler()
+    quotas = filler.fit(read_quotas())
     text = assemble(filler.stories(quotas), extra)
-    problems, tok = verify(text)
-    if problems and args.check:
-        return bpe.report(f"make_corpus --check: the stored quotas no longer keep the lesson's "
-                          f"IDs ({problems[0]}); run: python3 tools/make_corpus.py")
-    if problems:
-        print(f"the stored quotas do not keep the lesson's IDs ({problems[0]}); searching")
+    tok, misplaced, split, _ = train(text)
+    wrong = problem(misplaced, split)
+    if wrong and args.check:
+        return bpe.report(f"make_corpus --check: the stored quotas no longer keep the "
+                          f"lesson's IDs ({wrong}); run: python3 tools/make_corpus.py")
+    if wrong:
+        print(f"the stored quotas do not keep the lesson's IDs ({wrong}); searching")
         search = Search(filler, extra)
-        quotas, ((wrong, _), errors, _) = search.run(quotas)
+        quotas = search.run(quotas)
         text = assemble(filler.stories(quotas), extra)
-        problems, tok = ([Search.describe(errors) + " (+: the token comes too late, its words "
-                          "too rare; -: too soon)"], None) if any(errors.values()) else verify(text)
-        if problems:
-            return bpe.report(
-                f"make_corpus: nothing was written: after {len(search.seen)} tries, the closest "
-                f"quotas leave: {problems[0]}. Undo the last change to tools/stories.txt or "
-                "plots.txt, or make it another way (a story shorter or reworded; a removal with "
-                "another story added or removed too), and run python3 tools/make_corpus.py "
-                "again; the pinned sentences' words (mia, leo, ava, has, gives, goes, to, the, "
-                "now, at, red, hat) move the lesson's IDs most.")
-    files = {bpe.CORPUS_PATH: text, QUOTAS_PATH: quotas_json(quotas, filler),
+        tok, misplaced, split, _ = train(text)
+        wrong = problem(misplaced, split)
+    if wrong:
+        return bpe.report(
+            f"make_corpus: nothing was written: after {len(search.seen)} tries, the closest "
+            f"quotas leave: {wrong} (+: the token comes too late, its words too rare; -: "
+            f"too soon). Undo the last edit of tools/, or make it another way, and run "
+            f"python3 tools/make_corpus.py again (tools/README.md says more).")
+    note = ("written by tools/make_corpus.py: how many slots of each kind hold each "
+            "steered word; the search starts from here")
+    slots = {kind: len(filler.slots[kind]) for kind in filler.kinds}
+    stored = {"note": note, "quotas": quotas, "slots": slots}
+    files = {bpe.CORPUS_PATH: text, QUOTAS_PATH: json.dumps(stored, indent=2) + "\n",
              bpe.TOKENIZER_PATH: tok.to_json()}
     if args.check:
-        stale = [os.path.relpath(p, ROOT) for p, t in files.items() if read(p) != t]
+        stale = [os.path.relpath(p, ROOT) for p, t in files.items() if bpe.read_text(p) != t]
         if stale:
             return bpe.report(f"make_corpus --check: not what tools/make_corpus.py writes: "
                               f"{', '.join(stale)}; run: python3 tools/make_corpus.py")
-        print(f"corpus.txt, tools/quotas.json and tokenizer.json are what tools/make_corpus.py "
-              f"writes, with the lesson's IDs and figures ({time.perf_counter() - started:.1f} s)")
+        print(f"corpus.txt, tools/quotas.json and tokenizer.json are what "
+              f"tools/make_corpus.py writes, with the lesson's IDs")
         return 0
     bpe.write_texts(files)          # all three, or (a failed write) none
     print(f"wrote corpus.txt ({text.count(chr(10))} stories, {len(extra)} from "
-          f"tools/stories.txt), tools/quotas.json and tokenizer.json, with the lesson's IDs and "
-          f"figures, in {time.perf_counter() - started:.1f} s")
+          f"tools/stories.txt), tools/quotas.json and tokenizer.json, with the lesson's "
+          f"IDs, in {time.perf_counter() - started:.1f} s")
     return 0
 
 
