@@ -374,7 +374,8 @@ class Search:
             quotas = q
             if self.score(q) < self.score(closest):
                 closest = q
-            print(f"  {len(self.seen)} tried: {self.measure(q)[1] or 'every pinned ID right'}")
+            wrong = self.measure(q)[1] or "every pinned ID right"
+            print(f"  {len(self.seen)} tried: {wrong}")
         return closest
 
 
