@@ -233,10 +233,10 @@ def summary(figures):
         f"copy, largest error {grads['max_error_rounded']:.7f} (rounded to 7 places)"]
 
 
-def check(path=TRACE_FILE, figures=None):
-    """Compare the recorded trace with a fresh one (or figures), byte for byte:
-    (up to date?, message)."""
-    path = Path(path)
+def check(path=None, figures=None):
+    """Compare the recorded trace (block-trace.json, or path) with a fresh one (or figures),
+    byte for byte: (up to date?, message)."""
+    path = Path(path or TRACE_FILE)
     if not path.exists():
         return False, f"{path.name} is missing. Run: python3 trace_block.py --write"
     fresh = to_json(trace() if figures is None else figures)
@@ -332,8 +332,8 @@ def show_gaps(p, tok):
 def gaps_caption(without, with_):
     """What the gap table shows, read off its gaps.
 
-    >>> gaps_caption([0.0, 0.3, 0.1], [0.0, 0.2, 0.01])[:60]
-    "without position embeddings, the last position's gap is 0.1"
+    >>> gaps_caption([0.0, 0.3, 0.1], [0.0, 0.2, 0.01])
+    "without position embeddings, the last position's gap is 0.1: something sees the order."
     """
     if without[-1] != 0.0:
         return (f"without position embeddings, the last position's gap is "

@@ -71,7 +71,9 @@ def outputs(module, name):
         return {**{key: cache.get(key) for key in ATTENTION_STEPS}, "out": out}
     if name == "forward":
         logits, cache = module.forward(tiny(module), REPEATED[:-1])
-        return {**{key: cache.get(key) for key in FORWARD_STEPS}, "logits": logits}
+        without, _ = module.forward(tiny(module), REPEATED[:-1], use_positions=False)
+        steps = {key: cache.get(key) for key in FORWARD_STEPS if key != "without"}
+        return {**steps, "logits": logits, "without": without}
     logits, targets = loss_case()
     return {"loss": module.loss_and_dlogits(logits, targets)[0]}
 
@@ -136,7 +138,8 @@ FORWARD_STEPS = {   # forward's cache entries in the order it makes them, and th
     "act": "forward step 3: the relu, act = max(0, pre)",
     "x2": "forward step 3: the MLP's second layer or the skip path (x2 = x1 + m)",
     "hf": "forward step 4: LNF's input or parameters (hf = LNF(x2))",
-    "logits": "forward step 4: the output scores, linear(hf, W_out, b_out)"}
+    "logits": "forward step 4: the output scores, linear(hf, W_out, b_out)",
+    "without": "forward step 1, with use_positions=False: no position embeddings"}
 ATTENTION_STEPS = {"q": "step 1", "k": "step 1", "v": "step 1", "scores": "step 2",
                    "weights": "step 3", "mixed": "step 4", "out": "step 5"}
 
@@ -163,6 +166,8 @@ def against_reference(module, name):
 def check_layernorm_forward(module):
     x, g, b, _ = layer_norm_case()
     y, _ = module.layernorm_forward(x, g, b)
+    if x != layer_norm_case()[0]:
+        return "layernorm_forward changed its input x in place: make new lists"
     for t, row in enumerate(y):
         z = [(y_j - b_j) / g_j for y_j, g_j, b_j in zip(row, g, b)]
         mean = math.fsum(z) / len(z)
@@ -212,6 +217,8 @@ def check_loss_and_dlogits(module):
 def check_layernorm_backward(module):
     x, g, b, dy = layer_norm_case()
     d_x, d_g, d_b = module.layernorm_backward(dy, g, module.layernorm_forward(x, g, b)[1])
+    if dy != layer_norm_case()[3]:
+        return "layernorm_backward changed its input dy in place: make new lists"
 
     def f():
         return total(module.layernorm_forward(x, g, b)[0], dy)
@@ -278,23 +285,50 @@ BACKWARD_STEPS = {   # each gradient in the order backward makes it, and the ste
     "tok_emb": "backward step 1: tok_emb's gradient, a token's rows of d_x0 summed"}
 
 
+def off_along(f, gradient, tensor, rng):
+    """Whether gradient is off f's slope along a random direction through tensor (nudged in
+    place and put back): a quick look, before a check entry by entry names the entry."""
+    rows = tensor if isinstance(tensor[0], list) else [tensor]
+    base = [list(row) for row in rows]
+    u = [[rng.gauss(0.0, 1.0) for _ in row] for row in rows]
+    s = [0.0]
+
+    def along():
+        for row, base_row, u_row in zip(rows, base, u):
+            row[:] = [b + s[0] * e for b, e in zip(base_row, u_row)]
+        return f()
+    slope = trace_block.central_differences(along, s)[0]
+    for row, base_row in zip(rows, base):
+        row[:] = base_row
+    try:
+        pairs = zip(trace_block.flatten(gradient), trace_block.flatten(u), strict=True)
+        analytic = math.fsum(g * e for g, e in pairs)
+    except (TypeError, ValueError):         # no gradient, or one of another size
+        return True
+    return abs(analytic - slope) > TOLERANCE * max(1.0, abs(slope))
+
+
 def check_backward(module):
-    """The small copy's gradients in backward order, each against central differences of
-    the loss; where both embeddings' are off, step 2's skip path is."""
+    """The small copy's gradients in backward order, each against the loss's slope along a
+    random direction, the first off then entry by entry; where both embeddings' are off,
+    step 2's skip path is."""
     p, x, y = tiny(module), REPEATED[:-1], REPEATED[1:]
+    logits, cache = module.forward(p, x, use_positions=False)
+    without = module.backward(p, cache, module.loss_and_dlogits(logits, y)[1])
+    if any(map(any, without["pos_emb"])):
+        return "backward step 1: pos_emb gets a gradient, but use_positions=False left it out"
     logits, cache = module.forward(p, x)
     grads = module.backward(p, cache, module.loss_and_dlogits(logits, y)[1])
 
     def loss():
         return module.sequence_loss(p, x, y)
+    rng = random.Random(1)
     for name, step in BACKWARD_STEPS.items():
-        off = first_off(step, loss, "the loss", [(name, grads.get(name), p[name])])
-        if off and name == "pos_emb":
-            if first_off("", loss, "", [("", grads["tok_emb"], p["tok_emb"])]):
-                step = "backward step 2's skip path, d_x0 = d_x1 + LN1's d_x"
-                off = first_off(step, loss, "the loss", [(name, grads[name], p[name])])
-        if off:
-            return off
+        if not off_along(loss, grads.get(name), p[name], rng):
+            continue
+        if name == "pos_emb" and off_along(loss, grads["tok_emb"], p["tok_emb"], rng):
+            step = "backward step 2's skip path, d_x0 = d_x1 + LN1's d_x"
+        return first_off(step, loss, "the loss", [(name, grads.get(name), p[name])])
     return None
 
 

@@ -57,15 +57,24 @@ I4 = [[1.0 if r == c else 0.0 for c in range(4)] for r in range(4)]
 
 
 class ExactSumTests(unittest.TestCase):
-    """Each sum of model.py is rounded once (math.fsum): fed terms like TRAP, which come out
-    otherwise when added any other way, each function gives what the exact references give."""
+
+    def test_every_sum_is_rounded_once(self):
+        """Each sum of model.py is rounded once (math.fsum): fed terms like TRAP, which come out
+        otherwise when added any other way, each function gives what the exact references give,
+        checked in the order the functions build on each other: the first failure names the
+        function whose sum is off."""
+        self.the_list_helpers()
+        self.layer_norm()
+        self.softmax_and_its_backward()
+        self.attention_and_its_backward()
+        self.the_loss()
 
     def assert_rounded_once(self, function, got, want):
         if got != want:
             self.fail(f"{function}: a sum is not rounded once (use math.fsum): it gives "
                       f"{got!r:.100}, not {want!r:.100}")
 
-    def test_the_list_helpers(self):
+    def the_list_helpers(self):
         self.assertEqual(exact(TRAP), ROUNDED_ONCE)
         self.assert_rounded_once("matmul", model.matmul([TRAP], [[1.0]] * 4), [[ROUNDED_ONCE]])
         # a row holding zeros (skipped: b is finite), and one of zeros only
@@ -77,7 +86,7 @@ class ExactSumTests(unittest.TestCase):
         d_x, _, d_b = model.linear_backward([TRAP], [[1.0, 2.0, 3.0, 4.0]], [[1.0] * 4] * 4)
         self.assert_rounded_once("linear_backward", (d_x, d_b), ([[ROUNDED_ONCE] * 4], TRAP))
 
-    def test_softmax_and_its_backward(self):
+    def softmax_and_its_backward(self):
         e = [1.0, math.exp(-X1), math.exp(-X2)]
         self.assertEqual(exact(e), ROUNDED_ONCE)
         self.assert_rounded_once("softmax", model.softmax([[0.0, -X1, -X2]]),
@@ -86,7 +95,7 @@ class ExactSumTests(unittest.TestCase):
         self.assert_rounded_once("softmax_backward", model.softmax_backward([w], [d_w]),
                                  [[wj * (dj - ROUNDED_ONCE) for wj, dj in zip(w, d_w)]])
 
-    def test_layer_norm(self):
+    def layer_norm(self):
         # row 0 sums to a trap (the mean); row 1 has mean 0 and squares that make a trap
         roots = [2.0 ** 4, 2.0 ** -23, 2.0 ** -23, 2.0 ** -49]
         rows = [TRAP + [0.0] * 4, roots + [-v for v in roots]]
@@ -113,7 +122,7 @@ class ExactSumTests(unittest.TestCase):
             self.assert_rounded_once("layernorm_backward", got, (d_x, d_g, d_b))
         self.assertEqual(got[0][0][0], ROUNDED_ONCE / 2 ** 26)
 
-    def test_attention_and_its_backward(self):
+    def attention_and_its_backward(self):
         # q = 2**52 x and k = x: q_2 · k_0 is 2**52 + 2**-2 + 2**-2 + 2**-60, a trap
         p = {"Wq": [[2.0 ** 52 * v for v in row] for row in I4], "Wk": I4, "Wv": I4, "Wo": I4}
         trap_row = [1.0, 2.0 ** -27, 2.0 ** -27, 2.0 ** -60]
@@ -136,7 +145,7 @@ class ExactSumTests(unittest.TestCase):
         self.assert_rounded_once("attention_backward", (grads["Wv"], d_x), (
             product(model.transpose(x), d_v), [[exact(t) for t in zip(*rows)] for rows in zip(*parts)]))
 
-    def test_the_loss(self):
+    def the_loss(self):
         cases = [  # row 0: the softmax's trap; row 1: the top score, 2**53, and the log of the
                    # total, 0.127, lose the 0.127 if they are added before the target's score
                    ([[0.0, -X1, -X2], [2.0 ** 53, 2.0 ** 53 - 2, 0.0]], [0, 1]),
@@ -283,7 +292,7 @@ class Refusals(unittest.TestCase):
                "d_logits has shape") for case, bad in (("2 rows", d_logits[:2]), ("95 columns",
                                                         [r[:95] for r in d_logits]))]])
 
-    def test_the_loss(self):
+    def test_the_loss_refusals(self):
         logits, _ = model.forward(series(), [1, 2])
         self.assert_refused([
             ("empty", lambda: model.loss_and_dlogits([], []), ValueError, "^empty sequence$"),
