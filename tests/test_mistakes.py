@@ -9,11 +9,16 @@ own test of that claim. If model.py no longer holds the line a mistake edits, th
 says which line it looked for: it never passes in silence.
 """
 import ast
+import contextlib
+import importlib.util
 import io
+import shutil
 import sys
+import tempfile
 import tokenize
 import types
 import unittest
+from pathlib import Path
 from functools import reduce
 from operator import add
 from unittest import mock
@@ -59,9 +64,8 @@ def planted(*edits):
     return module
 
 
-def first_failure(module, tests):
-    """The message of the first of tests (TestCase, name) to fail with module as model.py,
-    and how many of them fail."""
+def run_with(module, tests):
+    """The result of tests, (TestCase, name) pairs, run in order with module as model.py."""
     result = unittest.TestResult()
     with mock.patch.object(math_tests, "model", module), \
             mock.patch.object(test_model, "model", module), \
@@ -69,13 +73,24 @@ def first_failure(module, tests):
             mock.patch.dict(test_model.FAILED, clear=True):
         for case, name in tests:
             case(name).run(result)
+    return result
+
+
+def first_line(result):
+    """The first line of the message of the result's first failure, or None."""
     failed = result.failures + result.errors
     if not failed:
-        return None, 0
+        return None
     text = failed[0][1]         # a traceback, then the exception's own message
     start = text.index("\n", text.rindex("Traceback (most recent call last):"))
     message = next(line for line in text[start:].splitlines()[1:] if line[:1] != " ")
-    return message.partition(": ")[2], len(failed)
+    return message.partition(": ")[2]
+
+
+def counted(module, tests):
+    """(how many of tests fail, how many skip) with module as model.py."""
+    result = run_with(module, tests)
+    return len(result.failures + result.errors), len(result.skipped)
 
 
 MASK = "if j <= i else -math.inf"
@@ -201,14 +216,50 @@ class LearnerMistakes(unittest.TestCase):
                 continue
             done.add(function)
             with self.subTest(function=function, mistake=what):
-                message, failing = first_failure(planted(*edits), TWELVE)
-                self.assertTrue(message.startswith(function), message[:300])
-                self.assertLessEqual(failing, 4)
+                result = run_with(planted(*edits), TWELVE)
+                self.assertTrue(first_line(result).startswith(function), first_line(result))
+                self.assertLessEqual(len(result.failures + result.errors), 4)
+
+    def test_each_function_blanked_and_put_back_with_tools_exercise_py(self):
+        """In a scratch folder, tools/exercise.py blanks each lesson function in turn: the
+        twelve's first failure names it and at most four fail; --restore NAME puts it back;
+        --restore asks before it puts the original over a function written since, and then
+        model.py is back byte for byte."""
+        spec = importlib.util.spec_from_file_location("exercise", LAB / "tools" / "exercise.py")
+        exercise = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(exercise)
+        with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
+            model_py = Path(tmp, "model.py")
+            shutil.copy(LAB / "model.py", model_py)
+            kept = {"MODEL": str(model_py), "KEPT": f"{tmp}/.exercise/model.py",
+                    "BLANKED": f"{tmp}/.exercise/blanked.txt"}
+            with mock.patch.multiple(exercise, **kept):
+                for name in exercise.FORMULAS:
+                    with self.subTest(function=name):
+                        self.assertEqual(exercise.blank(name), 0)
+                        module = types.ModuleType("model_blanked")
+                        source = model_py.read_text(encoding="utf-8")
+                        exec(compile(source, "model.py", "exec"), module.__dict__)
+                        result = run_with(module, TWELVE)
+                        self.assertTrue(first_line(result).startswith(name), first_line(result))
+                        self.assertLessEqual(len(result.failures + result.errors), 4)
+                        self.assertEqual(exercise.restore(name), 0)
+                        self.assertEqual(model_py.read_text(encoding="utf-8"), SOURCE)
+                exercise.blank("softmax")
+                exercise.blank("forward")
+                source = model_py.read_text(encoding="utf-8")
+                source = source.replace("raise NotImplementedError('softmax is",
+                                        "return scores  # ('softmax is")
+                model_py.write_text(source, encoding="utf-8")
+                self.assertEqual(exercise.restore(None, ask=lambda question: "n"), 1)
+                self.assertEqual(model_py.read_text(encoding="utf-8"), source)
+                self.assertEqual(exercise.restore(None, ask=lambda question: "y"), 0)
+                self.assertEqual(model_py.read_text(encoding="utf-8"), SOURCE)
 
     def test_the_lab_s_own_tests_catch_what_the_lesson_does_not_claim(self):
         for what, edits, tests in CAUGHT_BY_THE_LAB:
             with self.subTest(mistake=what):
-                self.assertIsNotNone(first_failure(planted(*edits), tests)[0])
+                self.assertIsNotNone(first_line(run_with(planted(*edits), tests)))
 
     def test_every_sum_not_rounded_once_is_named_with_its_function_and_math_fsum(self):
         """Each math.fsum of model.py replaced, one at a time, by a sum added left to right
@@ -228,7 +279,7 @@ class LearnerMistakes(unittest.TestCase):
                 with self.subTest(function=function, sum=summing.__name__):
                     module = planted((at, "fsum", "planted_sum"))
                     module.planted_sum = summing     # a name the copy's edited function reads
-                    message, _ = first_failure(module, exact_sums)
+                    message = first_line(run_with(module, exact_sums))
                     self.assertTrue((message or "").startswith(f"{function}: a sum is not "
                                                                f"rounded once (use math.fsum)"),
                                     message)

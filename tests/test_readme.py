@@ -1,5 +1,6 @@
-"""What README.md says is true: its excerpts of output are what the commands print, its
-figures are the lab's, the tests and commands it names exist, and its training loop runs."""
+"""What README.md says is true: its excerpts of output are what the commands print, its figures
+are the lab's, the tests it names exist, its break-it exercises fail the tests it says, and its
+training loop, taken from its text, runs."""
 import contextlib
 import io
 import os
@@ -11,10 +12,12 @@ import model
 import test_model
 import trace_block
 from test_model import series, tokenizer
-from tests import LAB, recorded, shown
+from tests import LAB, diagnosis, recorded, shown
+from tests.test_mistakes import LN_TERMS, TWELVE, counted, planted
 
 README = (LAB / "README.md").read_text(encoding="utf-8")
 PROSE = " ".join(README.split())        # line breaks fall anywhere in the README's prose
+NUMBERS = {"No": 0, "One": 1, "Two": 2, "Three": 3, "Four": 4}
 
 
 class ReadmeTests(unittest.TestCase):
@@ -33,23 +36,34 @@ class ReadmeTests(unittest.TestCase):
         t = recorded()
         logits, cache = model.forward(series(), tokenizer().encode(t["story"])[:-1])
         row0, spread = cache["x0"][0], statistics.pstdev([v for row in logits for v in row])
+        wrong = planted((LN_TERMS, "fsum((term1, -mean_d_xhat))"))
         for phrase in (f"{t['story_tokens']} story tokens, T = {t['shapes']['x0'][0]}",
                        f"Initial loss {t['initial_loss']}, against ln 96 = {t['uniform_loss']}",
                        f"variance {t['layernorm_row0']['variance']}",
                        f"**{t['parameter_count']:,}**", f"{model.count_params(test_model.tiny()):,}",
-                       f"its gap is {t['order_test']['last_logit_gap_with_positions']}",
+                       f"gap is {t['order_test']['last_logit_gap_with_positions']}",
                        f"({statistics.pvariance(row0):.5f}, two gauss(0, 0.02) rows added)",
-                       f"their spread is about {spread:.2f}"):
+                       f"their spread is about {spread:.2f}", diagnosis.first_wrong(wrong)):
             with self.subTest(phrase=phrase):
                 self.assertTrue(phrase in PROSE, f"README.md does not say {phrase!r}")
 
-    def test_the_tests_and_commands_it_names_exist(self):
+    def test_the_tests_it_names_exist(self):
         named = set(re.findall(r"`(test_\w+)`", README))
-        self.assertGreaterEqual(len(named), 3)
-        self.assertEqual(named - set(dir(test_model.Mechanism)) - set(dir(test_model.Recorded))
-                         - set(dir(test_model.FailureCases)), set())
-        for flag in set(re.findall(r"trace_block\.py (--\w+)", README)):
-            self.assertIn(flag, ("--json", "--check", "--write", "--show", "--time"))
+        self.assertGreaterEqual(len(named), 2)
+        self.assertEqual(named - {name for _, name in TWELVE}, set())
+
+    def test_each_break_it_fails_and_skips_the_tests_it_says(self):
+        section = README[README.index("## Break it on purpose"):]
+        section = section[:section.index("\n## ", 4)]
+        items = re.split(r"\n(?=\d\. )", section)[1:]
+        self.assertEqual(len(items), 3)
+        for item in items:
+            item = " ".join(item.split())
+            old, new = re.search(r"change `(.+?)` to `(.+?)`", item).groups()
+            failing = NUMBERS[re.search(r"(\w+) tests? fails?", item).group(1)]
+            skipping = 2 if "The two word-order tests skip" in item else 0
+            with self.subTest(change=new):
+                self.assertEqual(counted(planted((old, new)), TWELVE), (failing, skipping))
 
     def test_the_training_loop_runs_as_it_stands(self):
         """The README's loop, from its text, made small: 4 steps of 8 tokens, the first stories."""
@@ -58,7 +72,6 @@ class ReadmeTests(unittest.TestCase):
                             ("read_corpus()", "read_corpus()[:3000]")):    # its first stories
             self.assertEqual(loop.count(size), 1, f"the loop no longer holds {size!r}")
             loop = loop.replace(size, small)
-        self.assertLessEqual(len(loop.strip().splitlines()), 15)
         here, out = os.getcwd(), io.StringIO()
         try:
             os.chdir(LAB)

@@ -1,0 +1,178 @@
+"""Write a lesson function yourself: blank it in model.py, write it again, put the original back.
+
+    python3 tools/exercise.py                       the functions it can blank, and their state
+    python3 tools/exercise.py layernorm_backward    blank one: a stub that says what to write
+    python3 tools/exercise.py --keep                keep model.py as it is now (before a break-it)
+    python3 tools/exercise.py --restore softmax     put one function's original back
+    python3 tools/exercise.py --restore             put model.py back as it was kept
+
+A stub keeps the function's signature, docstring and input check, and raises NotImplementedError
+with the lesson's formula; the twelve tests' first failure then names the function still to
+write. The original model.py is kept in .exercise/ beside the lab (git ignores it), the first
+time a function is blanked or on --keep. --restore without a name asks before it puts an
+original over a blanked function that you have written since; git is not needed.
+"""
+import argparse
+import ast
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import bpe          # noqa: E402  (the lab's modules live one folder up)
+
+MODEL = os.path.join(ROOT, "model.py")
+KEPT = os.path.join(ROOT, ".exercise", "model.py")
+BLANKED = os.path.join(ROOT, ".exercise", "blanked.txt")
+FORMULAS = {
+    "layernorm_forward": "each row: y = (x - mean) / √(variance + EPS) · g + b, the variance "
+                         "over d",
+    "layernorm_backward": "d_xhat = dy · g; d_x = (d_xhat - mean(d_xhat) - xhat · mean(d_xhat "
+                          "· xhat)) / std; d_g = Σ over rows of dy · xhat; d_b = Σ of dy",
+    "softmax": "each row: exp(z - max) / Σ exp(z - max), so -inf weighs 0",
+    "softmax_backward": "each row: d_z_j = w_j · (d_w_j - Σ_k w_k · d_w_k)",
+    "attention_forward": "q, k, v = x·Wq, x·Wk, x·Wv; scores = q·kᵀ / √d, -inf where j > i; "
+                         "weights = softmax(scores); out = (weights · v) · Wo",
+    "attention_backward": "attention_forward's steps 5 to 1 walked back: d_Wo and d_mixed; "
+                          "d_weights and d_v; softmax_backward; d_q and d_k (÷ √d); d_Wq, "
+                          "d_Wk, d_Wv, and d_x = d_q·Wqᵀ + d_k·Wkᵀ + d_v·Wvᵀ",
+    "forward": "x0 = tok_emb[ids] + pos_emb[0:T]; x1 = x0 + Attention(LN1(x0)); x2 = x1 + "
+               "MLP(LN2(x1)); logits = LNF(x2) · W_out + b_out",
+    "loss_and_dlogits": "loss = the mean over positions of -log softmax(row)[target]; "
+                        "d_logits = (softmax - one-hot) / T",
+    "backward": "forward's steps 4 to 1 walked back; at a skip path the gradient reaches x "
+                "twice, and the two are added"}
+
+
+def functions(source):
+    """Each top-level function of source -> (its node, its text)."""
+    lines = source.splitlines(keepends=True)
+    found = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef):
+            found[node.name] = node, "".join(lines[node.lineno - 1:node.end_lineno])
+    return found
+
+
+def stub(node, text):
+    """The function's text up to its input check, then a raise that says what to write."""
+    lines = text.splitlines(keepends=True)
+    end = node.body[0].end_lineno                     # the docstring
+    for statement in node.body[1:]:
+        end = statement.end_lineno
+        calls = [n.func.id for n in ast.walk(statement)
+                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+        if any(name.startswith("check") for name in calls):
+            break
+    message = (f"{node.name} is yours to write: {FORMULAS[node.name]} (python3 "
+               f"tools/exercise.py --restore {node.name} puts the original back)")
+    return "".join(lines[:end - node.lineno + 1]) + f"    raise NotImplementedError({message!r})\n"
+
+
+def replaced(source, name, text):
+    """source with the function name's text replaced by text."""
+    node, old = functions(source)[name]
+    start = sum(map(len, source.splitlines(keepends=True)[:node.lineno - 1]))
+    return source[:start] + text + source[start + len(old):]
+
+
+def read_blanked():
+    if not os.path.exists(BLANKED):
+        return []
+    return bpe.read_text(BLANKED).split()
+
+
+def blank(name):
+    """Blank one lesson function, keeping the original model.py first if none is kept."""
+    source = bpe.read_text(MODEL)
+    if not os.path.exists(KEPT):
+        os.makedirs(os.path.dirname(KEPT), exist_ok=True)
+        bpe.write_texts({KEPT: source})
+    node, text = functions(source)[name]
+    blanked = sorted(set(read_blanked()) | {name})
+    bpe.write_texts({MODEL: replaced(source, name, stub(node, text)),
+                     BLANKED: "\n".join(blanked) + "\n"})
+    print(f"{name} is blank in model.py: write it, then run python3 -m unittest -v "
+          f"test_model.py")
+    return 0
+
+
+def restore(name, ask=input):
+    """Put one function's original back, or (name None) the whole kept model.py, asking
+    first about each blanked function written since."""
+    if not os.path.exists(KEPT):
+        return bpe.report("no model.py is kept: tools/exercise.py keeps one when it blanks a "
+                          "function, or on --keep")
+    kept, source = bpe.read_text(KEPT), bpe.read_text(MODEL)
+    if name is not None:
+        source = replaced(source, name, functions(kept)[name][1])
+        blanked = [n for n in read_blanked() if n != name]
+    else:
+        for written in written_since(source, kept):
+            try:
+                answer = ask(f"{written}: put the original back over it? [y/N] ")
+            except EOFError:            # no one to answer: the answer is no
+                answer = ""
+            if answer.strip().lower() not in ("y", "yes"):
+                print("model.py is unchanged: --restore NAME puts back one function at a time")
+                return 1
+        source, blanked = kept, []
+    bpe.write_texts({MODEL: source, BLANKED: "".join(f"{n}\n" for n in blanked)})
+    print(f"put back {name or 'model.py as it was kept'}")
+    return 0
+
+
+def written_since(source, kept):
+    """The blanked functions that are neither their stub nor their original now, in words."""
+    try:
+        functions(source)
+    except SyntaxError as error:
+        return [f"model.py does not parse (line {error.lineno}), so its functions are unknown"]
+    written = []
+    for name in read_blanked():
+        now = functions(source).get(name)
+        node, original = functions(kept)[name]
+        if now is None or now[1] not in (original, stub(node, original)):
+            written.append(f"you have written {name} since it was blanked")
+    return written
+
+
+def show():
+    """The functions it can blank, and whether each is blank now."""
+    source = bpe.read_text(MODEL)
+    for name in FORMULAS:
+        node, text = functions(source)[name]
+        state = "blank" if text == stub(node, text) else ""
+        print(f"  {name:20} {state}")
+    print("blank one: python3 tools/exercise.py NAME; undo: python3 tools/exercise.py --restore")
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False,
+                                     epilog="functions: " + ", ".join(FORMULAS))
+    parser.add_argument("name", nargs="?", help="a lesson function to blank (or to --restore)")
+    parser.add_argument("--restore", action="store_true", help="put the original back")
+    parser.add_argument("--keep", action="store_true", help="keep model.py as it is now")
+    args = parser.parse_args(argv)
+    if args.name is not None and args.name not in FORMULAS:
+        return bpe.report(f"tools/exercise.py: {args.name!r} is not a lesson function; "
+                          f"these are: {', '.join(FORMULAS)}")
+    if args.keep and read_blanked():
+        return bpe.report(f"tools/exercise.py: {', '.join(read_blanked())} blank now: "
+                          f"--restore first, so that the kept model.py is the original")
+    if args.keep:
+        os.makedirs(os.path.dirname(KEPT), exist_ok=True)
+        bpe.write_texts({KEPT: bpe.read_text(MODEL), BLANKED: ""})
+        print("kept model.py as it is now: python3 tools/exercise.py --restore puts it back")
+        return 0
+    if args.restore:
+        return bpe.run_reporting_problems(lambda: restore(args.name))
+    if args.name is None:
+        return bpe.run_reporting_problems(show)
+    return bpe.run_reporting_problems(lambda: blank(args.name))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
