@@ -1,8 +1,6 @@
-"""The model against PyTorch: the same model written with torch's own layers (float64, its
-layer_norm, softmax and cross_entropy, autograd for the gradients), fed the lab's parameters.
-Logits, loss and all 18 gradients must agree to within 1e-12: both sides compute in float64, so
-they differ only by rounding (math.fsum against torch's sums), far below 1e-12, where a real
-mistake shows many orders of magnitude above it. Skipped where PyTorch is not installed."""
+"""The model against the same model written with PyTorch's own layers and autograd, in float64:
+logits, loss and all 18 gradients within 1e-12 (rounding is far below; a real mistake, many
+orders above). Skipped where PyTorch is not installed: tests/README.md says how to install it."""
 import math
 import random
 import unittest
@@ -11,8 +9,8 @@ import warnings
 import model
 from trace_block import SERIES, TINY
 
-warnings.filterwarnings("ignore", message="Failed to initialize NumPy")   # a CPU wheel
-try:                                                                        # without numpy
+warnings.filterwarnings("ignore", message="Failed to initialize NumPy")   # no numpy: fine
+try:
     import torch
 except ImportError:
     torch = None
@@ -60,12 +58,7 @@ class TorchTests(unittest.TestCase):
             with self.subTest(tensor=name, T=T, d=cfg["d"], use_positions=use_positions):
                 self.assertLessEqual(gap, TOLERANCE, f"{name}: largest |lab - torch| = {gap:.3e}")
 
-    def test_the_series_model_at_64_positions_and_at_1(self):
-        self.assert_matches_torch(SERIES, T=64)
-        self.assert_matches_torch(SERIES, T=1)
-
-    def test_the_small_copy(self):
-        self.assert_matches_torch(TINY, T=8)
-
-    def test_without_positions(self):
-        self.assert_matches_torch(SERIES, T=64, use_positions=False)
+    def test_the_series_model_and_the_small_copy_with_and_without_positions(self):
+        for cfg, T, use_positions in ((SERIES, 64, True), (SERIES, 1, True), (TINY, 8, True),
+                                      (SERIES, 64, False)):
+            self.assert_matches_torch(cfg, T, use_positions)
