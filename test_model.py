@@ -12,10 +12,10 @@ import unittest
 
 import model
 import trace_block
-from trace_block import SERIES, TINY, last_logits_gap, position_gaps
+from tests.diagnosis import REPEATED, first_wrong, tiny
+from trace_block import SERIES, last_logits_gap, position_gaps
 
 TOLERANCE = 1e-7    # the gradient check's bound on |central difference - backward()|
-REPEATED = [7, 89, 46, 7, 85, 30, 89, 53, 4]    # token IDs; 7 and 89 repeat
 
 
 ################ 1. The recorded trace
@@ -178,27 +178,11 @@ def series():
     return trace_block.build(tokenizer(), SERIES)
 
 
-def tiny(module=None):
-    """The small copy (1,060 numbers) of module (model.py by default), fresh, its gains and
-    biases away from 1 and 0, and Wq and Wk 50 times larger: attention far from uniform."""
-    p = (module or model).init_params(96, **TINY)
-    rng = random.Random(4)
-    for name in ("ln1_g", "ln1_b", "b1", "ln2_g", "ln2_b", "b2", "lnf_g", "lnf_b", "b_out"):
-        if name.endswith("_g"):
-            p[name] = [rng.uniform(0.5, 1.5) for _ in p[name]]
-        else:
-            p[name] = [rng.gauss(0.0, 0.1) for _ in p[name]]
-    for name in ("Wq", "Wk"):
-        p[name] = [[50.0 * w for w in row] for row in p[name]]
-    return p
-
-
 def diagnosis(*names):
     """The first line of a failure: which lesson function is wrong (of names; all by
     default). If the diagnosis itself fails, it says so, and the test's finding follows."""
     try:
-        from tests import diagnosis
-        found = diagnosis.first_wrong(model, names or tuple(diagnosis.CHECKS))
+        found = first_wrong(model, names or None)
     except Exception as error:
         return f"(tests/diagnosis.py failed: {type(error).__name__}: {error})"
     return found or "Each lesson function agrees with its own checks (tests/diagnosis.py)."
@@ -234,14 +218,10 @@ def skip_if_causality_failed(test):
                       "tests rest on causality")
 
 
-def noting_each_failure(test_class):
+for test_class in (Recorded, Mechanism, FailureCases):     # one failure per cause
     for name, method in list(vars(test_class).items()):
         if name.startswith("test_"):
             setattr(test_class, name, noting_failures(method))
-
-
-for test_class in (Recorded, Mechanism, FailureCases):     # one failure per cause
-    noting_each_failure(test_class)
 
 
 def load_tests(loader, tests, pattern):

@@ -94,7 +94,7 @@ class FileTests(unittest.TestCase):
 
     def test_the_gradient_check_nudges_a_copy_of_p_never_p_itself(self):
         """p is left as it was, even when the loss raises midway."""
-        from test_model import tiny
+        from tests.diagnosis import tiny
         p = tiny()
         before = json.dumps(p)
         with mock.patch.object(trace_block.model, "sequence_loss",

@@ -11,7 +11,8 @@ from operator import mul
 
 import model
 import trace_block
-from test_model import REPEATED, series, tiny, tokenizer
+from test_model import series, tokenizer
+from tests.diagnosis import REPEATED, tiny
 from tests import diagnosis
 
 

@@ -40,7 +40,7 @@ class ReadmeTests(unittest.TestCase):
         for phrase in (f"{t['story_tokens']} story tokens, T = {t['shapes']['x0'][0]}",
                        f"Initial loss {t['initial_loss']}, against ln 96 = {t['uniform_loss']}",
                        f"variance {t['layernorm_row0']['variance']}",
-                       f"**{t['parameter_count']:,}**", f"{model.count_params(test_model.tiny()):,}",
+                       f"**{t['parameter_count']:,}**", f"{model.count_params(diagnosis.tiny()):,}",
                        f"gap is {t['order_test']['last_logit_gap_with_positions']}",
                        f"({statistics.pvariance(row0):.5f}, two gauss(0, 0.02) rows added)",
                        f"their spread is about {spread:.2f}", diagnosis.first_wrong(wrong)):
