@@ -26,9 +26,7 @@ import tests.test_math as math_tests
 from tests import LAB, diagnosis
 
 SOURCE = (LAB / "model.py").read_text(encoding="utf-8")
-TWELVE = [(case, name) for case in (test_model.Recorded, test_model.Mechanism,
-                                    test_model.FailureCases)
-          for name in vars(case) if name.startswith("test_")]
+TWELVE = test_model.TWELVE
 
 
 def planted(*edits):
