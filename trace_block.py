@@ -1,10 +1,8 @@
 """Run the one-block model on real text and record what it does, in block-trace.json.
 
-The trace builds the series-size model (d 16, hidden 64, 64 positions, the tokenizer's 96
-tokens) and records the first story's shapes and loss, layer norm at work, the order
-experiment on two sentences that hold the same tokens in another order, and a full gradient
-check of a small copy of the model. Every figure is computed afresh each time;
-block-trace.json only remembers them, so that a change that moves one shows up.
+The trace runs the series-size model on the first story (shapes, loss, layer norm at work) and
+on two sentences that hold the same tokens in another order, and checks every gradient of a
+small copy. Each run computes every figure afresh; block-trace.json only remembers them.
 
     python3 trace_block.py            the lesson's figures, and whether the file holds them
     python3 trace_block.py --show     the order experiment and the attention weights, drawn
@@ -93,8 +91,8 @@ def first_story():
 
 def build(tok, cfg):
     """Fresh parameters for the tokenizer's vocabulary and a config such as SERIES or TINY."""
-    return model.init_params(len(tok.vocab), cfg["d"], cfg["hidden"], cfg["max_len"],
-                             cfg["seed"])
+    sizes = [cfg["d"], cfg["hidden"], cfg["max_len"], cfg["seed"]]
+    return model.init_params(len(tok.vocab), *sizes)
 
 
 ################ The gradient check
@@ -196,8 +194,8 @@ def last_logits_gap(p, tok, use_positions):
 
 AFTER_A_CHANGE = """\
 If you changed the lab on purpose, record the new figures: python3 trace_block.py --write
-(to add stories, use tools/make_corpus.py, which keeps the figures). If not (a break-it
-exercise, a slip), undo the change that moved them; rewriting the file would hide it."""
+If not (a break-it exercise, a slip), undo the change that moved them: python3
+tools/exercise.py --restore, say. Rewriting the file would hide it."""
 QUESTION = """\
 The order experiment: "{a}" and "{b}" hold the same
 tokens in another order. Before you look, predict: at which positions do their scores
@@ -282,9 +280,8 @@ def figures_in(trace, where=""):
 
 ################ Pictures (python3 trace_block.py --show)
 
-# Shades for attention weights, each step about half the last. No cut sits on an even share
-# 1/n (0.6, 0.3, 0.15, 0.075 fall between 1/1 and 1/2, 1/3 and 1/4, 1/6 and 1/7, 1/13 and
-# 1/14), so a nearly even row gets one shade all along.
+# Shades, each cut about half the last and none on an even share 1/n (0.075 lies between 1/13
+# and 1/14, say), so that a nearly even row gets one shade all along.
 SHADES = ((0.6, "█"), (0.3, "▓"), (0.15, "▒"), (0.075, "░"), (0.0, " "))
 MASKED = "·"        # drawn where a weight is exactly 0.0: what the mask gives j > i
 # Stand-ins for a terminal that cannot print these (a Windows console); any other character
@@ -303,15 +300,6 @@ codecs.register_error("trace_block", ascii_stand_in)
 def caption(text):
     """The sentence under a picture, wrapped to 80 columns."""
     return textwrap.fill(text, 80, initial_indent="Notice: ", subsequent_indent="  ")
-
-
-def show():
-    """Print the pictures: the order experiment, then the attention weights of one sentence."""
-    tok = load_tokenizer()
-    p = build(tok, SERIES)
-    show_gaps(p, tok)
-    print()
-    show_attention(p, tok)
 
 
 def show_gaps(p, tok):
@@ -355,12 +343,11 @@ def cell(weight):
 
 
 def show_attention(p, tok):
-    """Picture 2: the attention weights of ORDER_A as a shaded T×T grid, tokens on the axes,
-    every cell drawn from the weight the model computed."""
+    """Picture 2: the attention weights of ORDER_A as a shaded T×T grid, tokens on the axes."""
     tokens = tok.tokens(ORDER_A)
     weights = model.forward(p, tok.encode(ORDER_A))[1]["att"]["weights"]     # (T, T)
     w = max(len(bpe.shown(t)) for t in tokens)
-    print(f"Attention weights of a = {bpe.shown(ORDER_A)}, at initialization")
+    print(f"\nAttention weights of a = {bpe.shown(ORDER_A)}, at initialization")
     print("  row i is the position that looks, column j the one it looks at (row j's token)")
     scale = ", ".join(f"{shade} ≥ {cut}" for cut, shade in SHADES[:-1])
     print(f"  shades: {scale}, blank below; {MASKED} = exactly 0")
@@ -398,8 +385,7 @@ FLAGS = {"--show": "draw the order experiment and the attention weights",
 
 
 def main(argv=None):
-    """Run the command line; return the exit code. A problem with one of the lab's files is
-    said in one line (exit 1); a traceback means a bug in the code."""
+    """Run the command line; return the exit code (a lab file's problem: one line, exit 1)."""
     parser = argparse.ArgumentParser(
         description="Run the one-block transformer on real text. With no flag: the figures "
                     "the lesson talks about, and whether block-trace.json still holds them.",
@@ -420,7 +406,10 @@ def run(args):
         print(message, file=sys.stdout if ok else sys.stderr)
         return 0 if ok else 1
     elif args.show:
-        show()
+        tok = load_tokenizer()
+        p = build(tok, SERIES)
+        show_gaps(p, tok)
+        show_attention(p, tok)
     elif args.json:
         print(to_json(trace()), end="")
     else:
@@ -439,14 +428,11 @@ def run(args):
 def check_sentences(tok):
     """Return tok, refusing a tokenizer that cannot encode the trace's sentences, splits the
     two order sentences into two lengths, or the gradient check's into too many tokens."""
-    lengths = []
-    for sentence in (ORDER_A, ORDER_B, GRADIENT_SENTENCE):
-        try:
-            lengths.append(len(tok.encode(sentence)))
-        except ValueError as error:
-            raise FileProblem(f"{TOKENIZER_FILE.name} cannot encode {sentence!r}: {error}. "
-                              f"Run: python3 bpe.py --write (corpus.txt must use its "
-                              f"letters)") from None
+    try:
+        lengths = [len(tok.encode(s)) for s in (ORDER_A, ORDER_B, GRADIENT_SENTENCE)]
+    except ValueError as error:
+        raise FileProblem(f"{TOKENIZER_FILE.name} cannot encode the trace's sentences: "
+                          f"{error}. Run: python3 bpe.py --write") from None
     most = TINY["max_len"] + 1      # the small copy reads its positions, plus one
     if lengths[0] != lengths[1] or lengths[2] > most:
         raise FileProblem(f"{TOKENIZER_FILE.name} gives the order sentences {lengths[:2]} "

@@ -57,8 +57,8 @@ class FileTests(unittest.TestCase):
     def test_a_tokenizer_that_does_not_fit_the_trace_s_sentences_is_one_line(self):
         without_w = bpe.Tokenizer.train(FIRST.decode().replace("w", "") + "\n", 40)
         seventy = bpe.Tokenizer.train(bpe.read_corpus(), 70)    # more tokens to a sentence
-        for tok, words in ((without_w, ["tokenizer.json cannot encode 'now mia gives the hat to "
-                                        "leo.'", "python3 bpe.py --write"]),
+        for tok, words in ((without_w, ["tokenizer.json cannot encode the trace's sentences",
+                                        "python3 bpe.py --write"]),
                            (seventy, ["'mia has a red ball.'", "(9 at most)", "(its --check)"])):
             with self.subTest(vocab=len(tok.vocab)), lab_copy(tokenizer_json=tok.to_json().encode()):
                 self.assert_one_line(*run_main(trace_block.main, "--show"), *words)
