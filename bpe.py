@@ -17,8 +17,6 @@ Run:
 """
 import argparse
 import collections
-import functools
-import heapq
 import json
 import os
 import re
@@ -99,11 +97,11 @@ def start_training(text, pattern=PATTERN):
     return vocab, words, list(chunk_counts.values())
 
 
-def learn_merges_plainly(text, vocab_size, pattern=PATTERN):
+def learn_merges(text, vocab_size, pattern=PATTERN):
     """Train BPE on text the textbook way, counting every pair again after each merge: the
-    vocab, the merges (id pairs, in rank order) and their counts. learn_merges: the same, faster.
+    vocab, the merges (id pairs, in rank order) and their counts.
 
-    >>> learn_merges_plainly("aaabdaaabac", 7)
+    >>> learn_merges("aaabdaaabac", 7)
     (['a', 'b', 'c', 'd', 'aa', 'ab', 'aaab'], [(0, 0), (0, 1), (4, 5)], [4, 2, 2])
     """
     check_size(text, vocab_size)
@@ -199,52 +197,6 @@ class Tokenizer:
             return cls(vocab, data["merges"], data["pattern"])
         except (TypeError, ValueError) as error:
             raise type(error)(f"{path}: {error}") from None
-
-
-################ Speed (you can skip this section)
-
-def learn_merges(text, vocab_size, pattern=PATTERN):
-    """Train BPE on text: learn_merges_plainly's result, faster. A merge changes only the chunks
-    that hold its pair, so only their pairs leave the counts and come back merged (as in Hugging
-    Face tokenizers); a heap keeps the pairs in best_pair's order, so no merge looks at them all."""
-    check_size(text, vocab_size)
-    return tuple(map(list, learned(text, vocab_size, pattern)))   # lists of the caller's own
-
-
-@functools.lru_cache(maxsize=16)    # the last 16 texts, sizes, patterns: trained once each
-def learned(text, vocab_size, pattern):
-    vocab, words, weights = start_training(text, pattern)
-    pair_counts = {}    # pair -> its count
-    holders = {}        # pair -> the chunks that hold it, as a dict's keys: a set in order
-    for w, ids in enumerate(words):
-        count_pairs(ids, pair_counts, weights[w])
-        for pair in zip(ids, ids[1:]):
-            holders.setdefault(pair, {})[w] = None
-    heap = sorted((-count, pair) for pair, count in pair_counts.items())   # sorted: a heap
-    merges = []
-    counts = []
-    while len(vocab) < vocab_size:
-        while heap and pair_counts.get(heap[0][1]) != -heap[0][0]:
-            heapq.heappop(heap)        # an entry left from before its pair's count changed
-        check_counts(heap, vocab_size)
-        pair = heap[0][1]   # the smallest (-count, pair): best_pair's choice, its tie rule too
-        new_id = len(vocab)
-        vocab.append(vocab[pair[0]] + vocab[pair[1]])
-        merges.append(pair)
-        counts.append(pair_counts[pair])
-        changed = {}        # pair -> how its count changes
-        for w in holders.pop(pair):
-            new = merge(words[w], pair, new_id)
-            count_pairs(words[w], changed, -weights[w])     # this chunk's pairs out ...
-            count_pairs(new, changed, weights[w])           # ... and back in, merged
-            for p in zip(new, new[1:]):
-                holders.setdefault(p, {})[w] = None
-            words[w] = new
-        for p, change in changed.items():
-            pair_counts[p] = pair_counts.get(p, 0) + change
-            if change and pair_counts[p]:     # a pair gone from every chunk stays at 0, unheaped
-                heapq.heappush(heap, (-pair_counts[p], p))
-    return vocab, merges, counts
 
 
 ################ Files and the command line

@@ -1,4 +1,4 @@
-"""bpe.py: the BPE steps, both training loops, encoding and decoding, corpus.txt, tokenizer.json."""
+"""bpe.py: BPE steps, training (tools' fast one too), encoding, decoding, corpus.txt, tokenizer.json."""
 import doctest
 import importlib.util
 import json
@@ -54,20 +54,21 @@ class TrainingTests(unittest.TestCase):
             with self.subTest(text=text):
                 self.assertEqual(bpe.learn_merges(text, size)[1:], (merges, counts))
 
-    def test_the_fast_and_the_plain_training_loops_learn_the_same_merges(self):
+    def test_make_corpus_s_fast_training_loop_learns_bpe_py_s_merges(self):
+        fast = make_corpus().learn_merges_fast
         cases = [bpe.read_corpus(LAB / "corpus.txt"), "aaabdaaabac", "abab abab abab", "a",
                  "aaaa aaaa", "ab ba ab ba", "the cat. the hat.\n" * 3, "aaa aa a", "cdab"]
         for text in cases:
             size = min(96, len(set(text)) + 6)
             with self.subTest(text=text[:20]):
                 try:
-                    plain = bpe.learn_merges_plainly(text, size)
+                    plain = bpe.learn_merges(text, size)
                 except ValueError as refusal:               # a text with too few pairs
                     with self.assertRaisesRegex(ValueError, str(refusal)):
-                        bpe.learn_merges(text, size)
+                        fast(text, size)
                     continue
-                bpe.learn_merges(text, size)[0].append("?")    # a caller's lists: not the next's
-                self.assertEqual(bpe.learn_merges(text, size), plain)
+                fast(text, size)[0].append("?")    # a caller's lists: not the next's
+                self.assertEqual(fast(text, size), plain)
 
     def test_encode_applies_merges_in_the_order_they_were_learned_within_each_chunk(self):
         ab_first = bpe.Tokenizer(["a", "b", "c", "ab", "bc"], [("a", "b"), ("b", "c")])

@@ -4,6 +4,8 @@ their token IDs, or write nothing and say why (tools/README.md says how). From t
     python3 tools/make_corpus.py --check    exit 1 unless they are what this program writes
 """
 import argparse
+import functools
+import heapq
 import json
 import os
 import random
@@ -249,10 +251,53 @@ def assemble(generated, extra):
     return "\n".join([FIRST_STORY] + generated + extra) + "\n"
 
 
+def learn_merges_fast(text, vocab_size):
+    """bpe.learn_merges's result, faster: a merge recounts only the chunks that hold its pair,
+    and a heap keeps the pairs in bpe.best_pair's order, so no merge looks at them all."""
+    bpe.check_size(text, vocab_size)
+    return tuple(map(list, learned(text, vocab_size)))    # lists of the caller's own
+
+
+@functools.lru_cache(maxsize=16)    # the last 16 texts and sizes: trained once each
+def learned(text, vocab_size):
+    vocab, words, weights = bpe.start_training(text)
+    pair_counts = {}    # pair -> its count
+    holders = {}        # pair -> the chunks that hold it, as a dict's keys: a set in order
+    for w, ids in enumerate(words):
+        bpe.count_pairs(ids, pair_counts, weights[w])
+        for pair in zip(ids, ids[1:]):
+            holders.setdefault(pair, {})[w] = None
+    heap = sorted((-count, pair) for pair, count in pair_counts.items())   # sorted: a heap
+    merges = []
+    counts = []
+    while len(vocab) < vocab_size:
+        while heap and pair_counts.get(heap[0][1]) != -heap[0][0]:
+            heapq.heappop(heap)        # an entry left from before its pair's count changed
+        bpe.check_counts(heap, vocab_size)
+        pair = heap[0][1]   # the smallest (-count, pair): best_pair's choice, its tie rule too
+        new_id = len(vocab)
+        vocab.append(vocab[pair[0]] + vocab[pair[1]])
+        merges.append(pair)
+        counts.append(pair_counts[pair])
+        changed = {}        # pair -> how its count changes
+        for w in holders.pop(pair):
+            new = bpe.merge(words[w], pair, new_id)
+            bpe.count_pairs(words[w], changed, -weights[w])     # this chunk's pairs out ...
+            bpe.count_pairs(new, changed, weights[w])           # ... and back in, merged
+            for p in zip(new, new[1:]):
+                holders.setdefault(p, {})[w] = None
+            words[w] = new
+        for p, change in changed.items():
+            pair_counts[p] = pair_counts.get(p, 0) + change
+            if change and pair_counts[p]:     # a pair gone from every chunk stays at 0, unheaped
+                heapq.heappush(heap, (-pair_counts[p], p))
+    return vocab, merges, counts
+
+
 def train(text, size=bpe.VOCAB_SIZE):
     """(tokenizer, misplaced, split, counts) of text: each pinned token not at its ID -> its
     ID; whether SPLITS is right; each merge's count, up to size tokens."""
-    vocab, merges, counts = bpe.learn_merges(text, size)
+    vocab, merges, counts = learn_merges_fast(text, size)
     base = len(vocab) - len(merges)         # the characters of the text
     pairs = [(vocab[a], vocab[b]) for a, b in merges[:bpe.VOCAB_SIZE - base]]
     tok = bpe.Tokenizer(vocab[:bpe.VOCAB_SIZE], pairs)
