@@ -28,10 +28,8 @@ QUOTAS_PATH = os.path.join(TOOLS, "quotas.json")
 
 FIRST_STORY = ("mia has a red hat. mia goes to the garden. at the garden, "
                "mia gives the hat to ava. now ava has the red hat.")
-# "." is 4 and "n" 16 only with exactly this alphabet: the letters without f, j, q and x.
-ALPHABET = "\n ',.abcdeghiklmnoprstuvwyz"
-# The sentences whose token IDs the trace and the tests read (the first story, the order
-# test's two, the gradient check's), split as the lesson's tokenizer splits them; their IDs.
+ALPHABET = "\n ',.abcdeghiklmnoprstuvwyz"     # "." is 4 and "n" 16 only with exactly these
+# The sentences whose IDs the trace and the tests read, split as the lesson's tokenizer does.
 SPLITS = {
     FIRST_STORY + "\n":
         "mia| has| a| red| hat|.| mia| goes| to| the| g|ar|d|en|.| at| the|"
@@ -117,15 +115,14 @@ def read_ways(line, where):
 
 
 def kinds_of(template):
-    """Each field of a template -> its kind; a child named first fills a "lead" slot, one
-    called at the start of something said ('{a}, ...') a "callee" slot."""
+    """Each field of a template -> its kind; a child named first is "lead", called "callee"."""
     found = {}
     for name, _, x, t, y in FIELD.findall(template):
         for field in (name, x, t, y):       # x, t and y: the fields of a {give:x:t:y}
             kind = FIELD_KINDS.get(field)
             if kind == "kid" and template.startswith("{%s}" % field):
                 kind = "lead"
-            elif kind == "kid" and "'{%s}" % field in template:
+            elif kind == "kid" and "'{%s}" % field in template:     # '{a}, ...': called
                 kind = "callee"
             if kind:
                 found.setdefault(field, kind)
@@ -143,7 +140,6 @@ class Filler:
             round_ = [plot for plot in plots for _ in range(plot[1])]
             rng.shuffle(round_)
             order += round_
-        # one template a story: one way of saying each sentence of its plot
         self.templates = [" ".join(rng.choice(ways) for ways in plot[2])
                           for plot in order[:N_STORIES]]
         self.fields = [kinds_of(t) for t in self.templates]
@@ -152,18 +148,15 @@ class Filler:
             for field, kind in fields.items():
                 self.slots[kind].append((i, field))
         self.names = [f"{k}:{w}" for k, (steered, _) in self.kinds.items() for w in steered]
-        # the order in which a kind's slots go to its steered words: shuffled, and lead slots
-        # whose child the story names fewer times first, so that the lead quota of "mia"
-        # moves "mia" (a story's first word) more than " mia"
+        # each kind's slots in a shuffled order; lead slots whose child the story names fewer
+        # times first, so that the quota "lead:mia" moves "mia" more than " mia"
         self.order = {}
         for kind, slots in self.slots.items():
             self.order[kind] = list(range(len(slots)))
             random.Random(kind).shuffle(self.order[kind])
             if kind == "lead":
-                self.order[kind].sort(key=lambda j: self.mentions(*slots[j]))
-
-    def mentions(self, story, field):
-        return self.templates[story].count("{%s}" % field)
+                mentions = [self.templates[i].count("{%s}" % field) for i, field in slots]
+                self.order[kind].sort(key=lambda j: mentions[j])
 
     def fit(self, quotas):
         """The quotas within 0 and the kind's slots (its last steered word gives way first)."""
@@ -177,8 +170,7 @@ class Filler:
         return fitted
 
     def stories(self, quotas):
-        """The generated stories: in each kind's slot order, its steered words fill as many
-        slots as their quotas say; its other words take the rest in turn."""
+        """The generated stories: steered words fill their quotas' slots, other words the rest."""
         values = [{} for _ in self.templates]       # story -> field -> word
         for kind, (steered, others) in self.kinds.items():
             slots = self.slots[kind]
@@ -195,8 +187,7 @@ class Filler:
         return [self.render(t, v) for t, v in zip(self.templates, values)]
 
     def swap(self, values, i, field, word):
-        """Story i's field says word, as its pair's other field does: swap it with the first
-        slot of its kind in another story that then says no word twice (counts stay)."""
+        """Story i's field says word, as its pair's other field does: swap it, counts kept."""
         mine = values[i]
         for j, other in self.slots[self.fields[i][field]]:
             theirs = values[j]
@@ -309,8 +300,7 @@ def train(text, size=bpe.VOCAB_SIZE):
 
 
 def problem(misplaced, split):
-    """What keeps a tokenizer from the lesson's IDs ("" if nothing does): each pinned token
-    out of place and how far ("' hat' +1": one ID too late), or the split."""
+    """What keeps a tokenizer from the lesson's IDs: "' hat' +1" (one ID too late), the split."""
     if misplaced:
         return ", ".join(f"{t!r} {i - IDS[t]:+d}" for t, i in misplaced.items())
     if not split:
@@ -392,8 +382,7 @@ class Search:
         return best
 
     def run(self, quotas, seed=1):
-        """The closest setting found from quotas. Where the model's step is no better: half
-        of it, else the best quota moved by 1 or 2, else a random kick from the closest."""
+        """The closest setting found from quotas, in the steps tools/README.md describes."""
         rng = random.Random(seed)
         closest = quotas
         effects = None
@@ -463,10 +452,9 @@ def read_quotas(path=QUOTAS_PATH):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
-        description="Write corpus.txt, tools/quotas.json and tokenizer.json from tools/, "
-                    "keeping the token IDs the lesson's trace reads.",
-        epilog="see tools/README.md", allow_abbrev=False)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description="Write corpus.txt, "
+                                     "tools/quotas.json and tokenizer.json, keeping the "
+                                     "lesson's token IDs (tools/README.md says how).")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 unless "
                         "the three files are what this program writes")
     return bpe.run_reporting_problems(lambda: run(parser.parse_args(argv)))  # as bpe.main
