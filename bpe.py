@@ -132,9 +132,7 @@ class Tokenizer:
         self.pattern = pattern
         self.alphabet_size = len(vocab) - len(merges)  # ids below it are the base alphabet
         self._ids = {token: i for i, token in enumerate(vocab)}
-        # (left id, right id) -> merged id; merge number `rank` made token alphabet_size + rank
-        self._merged = {(self._ids[left], self._ids[right]): self.alphabet_size + rank
-                        for rank, (left, right) in enumerate(merges)}
+        self._pairs = [(self._ids[left], self._ids[right]) for left, right in merges]   # as ids
 
     @classmethod
     def train(cls, text, vocab_size, pattern=PATTERN):
@@ -147,21 +145,13 @@ class Tokenizer:
         return cls(vocab, [(vocab[left], vocab[right]) for left, right in merges], pattern)
 
     def encode(self, text):
-        """Token ids of text: cut it into chunks, then merge within each chunk in rank order."""
+        """Token ids of text: cut it into chunks, then apply the merges to each, in rank order."""
         check_text(text, self._ids)
         ids = []
         for chunk in split_chunks(text, self.pattern):
             chunk_ids = [self._ids[char] for char in chunk]
-            while len(chunk_ids) >= 2:
-                # merge the pair learned earliest, as training did; stop when none was learned
-                pair = min(zip(chunk_ids, chunk_ids[1:]),
-                           key=lambda p: self._merged.get(p, len(self.vocab)))
-                if pair not in self._merged:
-                    break
-                merged = merge(chunk_ids, pair, self._merged[pair])
-                # a merge() that shortens nothing would loop here for ever
-                assert len(merged) < len(chunk_ids), f"merge{chunk_ids, pair} gave {merged}"
-                chunk_ids = merged
+            for new_id, pair in enumerate(self._pairs, self.alphabet_size):   # as training did
+                chunk_ids = merge(chunk_ids, pair, new_id)
             ids.extend(chunk_ids)
         return ids
 
