@@ -69,14 +69,13 @@ def best_pair(counts):
 def merge(ids, pair, new_id):
     """Replace every occurrence of pair in ids by new_id, scanning left to right.
 
-    >>> merge([1, 2, 3, 1, 2], (1, 2), 4), merge([0, 0, 0], (0, 0), 4)   # "aaa": one is left
+    >>> merge([1, 2, 3, 1, 2], (1, 2), 4), merge([0, 0, 0], [0, 0], 4)   # "aaa": one is left
     ([4, 3, 4], [4, 0])
     """
-    check_pair(pair)
     out = []
     i = 0
     while i < len(ids):
-        if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
+        if i + 1 < len(ids) and ids[i] == pair[0] and ids[i + 1] == pair[1]:   # a list works too
             out.append(new_id)
             i += 2
         else:
@@ -351,11 +350,6 @@ def report(message):
 def check_counts(counts, vocab_size):
     if not counts:
         raise FileProblem(f"vocabulary size {vocab_size} is out of reach: no pair left to merge")
-
-
-def check_pair(pair):
-    if not isinstance(pair, tuple) or len(pair) != 2:     # a list would merge nothing
-        raise TypeError(f"pair must be a tuple of two token ids, such as (1, 2), not {pair!r}")
 
 
 def check_size(text, vocab_size):
