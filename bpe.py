@@ -284,11 +284,7 @@ def demo():
         print(f"  {new_id:3}  {pair:>18} -> {shown(vocab[new_id]):<10} {count:5}")
     for sentence in ("now mia gives the hat to leo.", "mia has a red ball."):
         print(sentence)
-        if not set(sentence) <= set(vocab):     # a corpus.txt of one's own
-            print("  (corpus.txt lacks some of its letters)")
-            continue
-        ids = tokenizer.encode(sentence)
-        print("  " + " ".join(f"{i}={shown(vocab[i])}" for i in ids))
+        print("  " + " ".join(f"{i}={shown(vocab[i])}" for i in tokenizer.encode(sentence)))
     return 0
 
 
