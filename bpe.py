@@ -1,14 +1,11 @@
 """A byte-pair-encoding (BPE) tokenizer on a character base alphabet.
 
-Training numbers the characters of a text 0..A-1 by code point (the base alphabet), then merges
-the most frequent pair of neighbouring tokens into a new token until the vocabulary has the size
-asked for, never across two chunks of the text (" hat", ".", "\n"). Encoding applies the merges
-in the order they were learned.
+Training numbers a text's characters 0..A-1 by code point (the base alphabet), then merges the
+most frequent pair of neighbouring tokens into a new token until the vocabulary has the size asked
+for, never across two chunks (" hat", ".", "\n"). Encoding applies the merges in the order learned.
 
-But: no bytes (a character the corpus never used is refused), no special tokens. The lab's files
-are checked for what learners and teachers meet (a file missing, empty, not UTF-8 or not JSON,
-Windows line ends, a byte-order mark, a tokenizer.json that is not one), not for the rest: a
-closed or full standard output, Ctrl-C, or JSON nested thousands deep end in a traceback.
+But: no bytes (a character the corpus never used is refused), no special tokens. Only what
+learners and teachers meet is checked; a closed or full stdout, or Ctrl-C, ends in a traceback.
 
 Run:
     python3 bpe.py            the merges it learns from corpus.txt, two sentences in tokens
@@ -25,12 +22,13 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS_PATH = os.path.join(HERE, "corpus.txt")
 TOKENIZER_PATH = os.path.join(HERE, "tokenizer.json")
+REMAKE = {"corpus.txt": ". Run: python3 tools/make_corpus.py",    # what makes a missing file
+          "tokenizer.json": ". Run: python3 bpe.py --write"}
 VOCAB_SIZE = 96     # the lab's vocabulary size V; the model's parameter count depends on it
 
-# A chunk is, trying each in turn: " ?\w+" a word, with the one space in front of it if there
-# is one; " +(?!\w)" a run of spaces not followed by a word (in "a  b" the run keeps one space,
-# and the last goes with " b"); "[^\w ]" any other single character: ".", ",", "\n". Every
-# character of any text lands in exactly one chunk. (\w is a letter, a digit or "_".)
+# A chunk is, trying each in turn: " ?\w+" a word (\w: a letter, digit or "_") with the space
+# in front of it, if any; " +(?!\w)" spaces not followed by a word (in "a  b" the run keeps one,
+# the last goes with " b"); "[^\w ]" any other character. Each character lands in one chunk.
 PATTERN = r" ?\w+| +(?!\w)|[^\w ]"
 
 
@@ -85,8 +83,7 @@ def merge(ids, pair, new_id):
 
 
 def start_training(text, pattern=PATTERN):
-    """The base alphabet (ids 0..A-1 by code point), each distinct chunk of text as ids, and
-    how often each occurs: a chunk counted once, times its number, is far faster."""
+    """The base alphabet (ids 0..A-1 by code point), each distinct chunk as ids, and its count."""
     vocab = sorted(set(text))
     char_id = {char: i for i, char in enumerate(vocab)}
     chunk_counts = collections.Counter(split_chunks(text, pattern))   # in first-seen order
@@ -95,8 +92,7 @@ def start_training(text, pattern=PATTERN):
 
 
 def learn_merges(text, vocab_size, pattern=PATTERN):
-    """Train BPE on text the textbook way, counting every pair again after each merge: the
-    vocab, the merges (id pairs, in rank order) and their counts.
+    """Train BPE, counting every pair again after each merge: vocab, merges (id pairs), counts.
 
     >>> learn_merges("aaabdaaabac", 7)
     (['a', 'b', 'c', 'd', 'aa', 'ab', 'aaab'], [(0, 0), (0, 1), (4, 5)], [4, 2, 2])
@@ -111,8 +107,7 @@ def learn_merges(text, vocab_size, pattern=PATTERN):
             count_pairs(ids, pair_counts, weight)
         check_counts(pair_counts, vocab_size)
         pair = best_pair(pair_counts)
-        new_id = len(vocab)
-        words = [merge(ids, pair, new_id) for ids in words]
+        words = [merge(ids, pair, len(vocab)) for ids in words]     # the new token's id
         vocab.append(vocab[pair[0]] + vocab[pair[1]])
         merges.append(pair)
         counts.append(pair_counts[pair])
@@ -216,8 +211,7 @@ def read_json(path):
 
 
 def write_texts(texts):
-    """Write {path: text} in UTF-8 through temporary files, all written before any replaces
-    its file: a write that fails leaves the old files and no temporary one."""
+    """Write {path: text} in UTF-8, all or (a write that fails) none, leaving no temporary file."""
     try:
         for path, text in texts.items():
             with open(f"{path}.tmp", "wb") as file:
@@ -250,8 +244,7 @@ def read_corpus(path=None):
 
 
 def check(corpus_path=None, tokenizer_path=None):
-    """Print whether tokenizer.json is what corpus.txt trains to, or its first line that is not;
-    return the exit code."""
+    """Print whether tokenizer.json is what corpus.txt trains to, or its first line that is not."""
     path = tokenizer_path or TOKENIZER_PATH
     found = read_text(path).splitlines(keepends=True) + ["(the end)"]
     tokenizer = Tokenizer.train(read_corpus(corpus_path), VOCAB_SIZE)
@@ -290,9 +283,8 @@ def demo():
 
 def main(argv=None):
     """Run the command line; return the exit code."""
-    parser = argparse.ArgumentParser(
-        description="The lab's BPE tokenizer. With no flag: the merges it learns from "
-                    "corpus.txt, and sentences split into tokens.", allow_abbrev=False)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description="The lab's BPE tokenizer; "
+                                     "with no flag, the merges it learns and two sentences.")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_const", dest="run", const=write,
                       help=f"train {VOCAB_SIZE} tokens on corpus.txt and write tokenizer.json")
@@ -309,16 +301,11 @@ def write():
     return 0
 
 
-REMAKE = {"corpus.txt": "python3 tools/make_corpus.py",       # what makes a missing file
-          "tokenizer.json": "python3 bpe.py --write"}
-
-
 def run_reporting_problems(action, errors="backslashreplace"):
-    """Run action() and return its exit code. A file of the lab's that cannot be used is one
-    line on standard error, exit 1; a reader that stops early (| head) ends it quietly. errors:
-    how standard output prints a letter its encoding lacks (trace_block.py passes its own)."""
+    """Run action() and return its exit code: a file of the lab's that cannot be used is one line
+    on standard error, exit 1; a reader that stops early (| head) ends it quietly."""
     if hasattr(sys.stdout, "reconfigure"):      # a test's StringIO has none
-        sys.stdout.reconfigure(errors=errors)
+        sys.stdout.reconfigure(errors=errors)   # how it prints a letter its encoding lacks
     try:
         code = action()
         sys.stdout.flush()          # a reader gone shows here, not at exit
@@ -326,10 +313,8 @@ def run_reporting_problems(action, errors="backslashreplace"):
     except FileProblem as problem:
         return report(str(problem))
     except FileNotFoundError as error:
-        remake = REMAKE.get(os.path.basename(error.filename))
-        if remake is None:
-            return report(f"cannot read {error.filename}: no such file")
-        return report(f"cannot read {error.filename}: no such file. Run: {remake}")
+        remake = REMAKE.get(os.path.basename(error.filename), "")
+        return report(f"cannot read {error.filename}: no such file{remake}")
     except BrokenPipeError:     # the flush at exit would fail too: send it to the null device
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
@@ -358,18 +343,15 @@ def check_merges(vocab, merges):
     A = len(vocab) - len(merges)
     for r, pair in enumerate(merges):
         if len(pair) != 2 or pair[0] + pair[1] != vocab[A + r]:     # merge r makes token A + r
-            raise ValueError(f"merge {r} {list(pair)} does not make token {A + r}, "
-                             f"{vocab[A + r]!r}")
-
-
-FIELDS = {"version": int, "pattern": str, "vocab": dict, "merges": list}   # what save() writes
+            raise ValueError(f"merge {r} {pair} does not make token {A + r}, {vocab[A + r]!r}")
 
 
 def check_fields(data):
+    fields = {"version": int, "pattern": str, "vocab": dict, "merges": list}   # what save() writes
     kinds = {}
     if isinstance(data, dict):
         kinds = {field: type(value) for field, value in data.items()}
-    if kinds != FIELDS or data["version"] != 1:
+    if kinds != fields or data["version"] != 1:
         raise ValueError("its fields are not version 1, a pattern, a vocab and merges")
 
 
