@@ -6,11 +6,10 @@
     python3 tools/exercise.py --restore softmax     put one function's original back
     python3 tools/exercise.py --restore             put model.py back as it was kept
 
-A stub keeps the function's signature, docstring and input check, and raises NotImplementedError
-with the lesson's formula; the twelve tests' first failure then names the function still to
-write. The original model.py is kept in .exercise/ beside the lab (git ignores it), the first
-time a function is blanked or on --keep. --restore without a name asks before it puts an
-original over a blanked function that you have written since; git is not needed.
+A stub keeps the function's signature, docstring and input check and raises NotImplementedError
+with the lesson's formula. The original model.py is kept in .exercise/ (git ignores it) when a
+function is first blanked, or on --keep; --restore asks before it puts an original over a
+blanked function that you have written since.
 """
 import argparse
 import ast
@@ -26,8 +25,7 @@ MODEL = os.path.join(ROOT, "model.py")
 KEPT = os.path.join(ROOT, ".exercise", "model.py")
 BLANKED = os.path.join(ROOT, ".exercise", "blanked.txt")
 FORMULAS = {
-    "layernorm_forward": "each row: y = (x - mean) / √(variance + EPS) · g + b, the variance "
-                         "over d",
+    "layernorm_forward": "each row: y = (x - mean) / √(variance over d + EPS) · g + b",
     "layernorm_backward": "d_xhat = dy · g; d_x = (d_xhat - mean(d_xhat) - xhat · mean(d_xhat "
                           "· xhat)) / std; d_g = Σ over rows of dy · xhat; d_b = Σ of dy",
     "softmax": "each row: exp(z - max) / Σ exp(z - max), so -inf weighs 0",
@@ -39,10 +37,8 @@ FORMULAS = {
                           "d_Wk, d_Wv, and d_x = d_q·Wqᵀ + d_k·Wkᵀ + d_v·Wvᵀ",
     "forward": "x0 = tok_emb[ids] + pos_emb[0:T]; x1 = x0 + Attention(LN1(x0)); x2 = x1 + "
                "MLP(LN2(x1)); logits = LNF(x2) · W_out + b_out",
-    "loss_and_dlogits": "loss = the mean over positions of -log softmax(row)[target]; "
-                        "d_logits = (softmax - one-hot) / T",
-    "backward": "forward's steps 4 to 1 walked back; at a skip path the gradient reaches x "
-                "twice, and the two are added"}
+    "loss_and_dlogits": "the mean of -log softmax(row)[target]; d_logits = (softmax - one-hot) / T",
+    "backward": "forward's steps 4 to 1 walked back; a skip path adds the two gradients"}
 
 
 def functions(source):
@@ -65,8 +61,7 @@ def stub(node, text):
                  if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
         if any(name.startswith("check") for name in calls):
             break
-    message = (f"{node.name} is yours to write: {FORMULAS[node.name]} (python3 "
-               f"tools/exercise.py --restore {node.name} puts the original back)")
+    message = f"{node.name} is yours to write: {FORMULAS[node.name]}"
     return "".join(lines[:end - node.lineno + 1]) + f"    raise NotImplementedError({message!r})\n"
 
 
@@ -78,29 +73,32 @@ def replaced(source, name, text):
 
 
 def read_blanked():
-    if not os.path.exists(BLANKED):
-        return []
-    return bpe.read_text(BLANKED).split()
+    return bpe.read_text(BLANKED).split() if os.path.exists(BLANKED) else []
+
+
+def keep():
+    """Keep model.py as it is now, for --restore."""
+    os.makedirs(os.path.dirname(KEPT), exist_ok=True)
+    bpe.write_texts({KEPT: bpe.read_text(MODEL), BLANKED: ""})
+    print("kept model.py as it is now: python3 tools/exercise.py --restore puts it back")
+    return 0
 
 
 def blank(name):
     """Blank one lesson function, keeping the original model.py first if none is kept."""
-    source = bpe.read_text(MODEL)
     if not os.path.exists(KEPT):
-        os.makedirs(os.path.dirname(KEPT), exist_ok=True)
-        bpe.write_texts({KEPT: source})
+        keep()
+    source = bpe.read_text(MODEL)
     node, text = functions(source)[name]
     blanked = sorted(set(read_blanked()) | {name})
     bpe.write_texts({MODEL: replaced(source, name, stub(node, text)),
                      BLANKED: "\n".join(blanked) + "\n"})
-    print(f"{name} is blank in model.py: write it, then run python3 -m unittest -v "
-          f"test_model.py")
+    print(f"{name} is blank: write it, then run python3 -m unittest -v test_model.py")
     return 0
 
 
 def restore(name, ask=input):
-    """Put one function's original back, or (name None) the whole kept model.py, asking
-    first about each blanked function written since."""
+    """Put back one function's original, or the kept model.py (asking about rewrites)."""
     if not os.path.exists(KEPT):
         return bpe.report("no model.py is kept: tools/exercise.py keeps one when it blanks a "
                           "function, or on --keep")
@@ -145,7 +143,6 @@ def show():
         node, text = functions(source)[name]
         state = "blank" if text == stub(node, text) else ""
         print(f"  {name:20} {state}")
-    print("blank one: python3 tools/exercise.py NAME; undo: python3 tools/exercise.py --restore")
     return 0
 
 
@@ -163,10 +160,7 @@ def main(argv=None):
         return bpe.report(f"tools/exercise.py: {', '.join(read_blanked())} blank now: "
                           f"--restore first, so that the kept model.py is the original")
     if args.keep:
-        os.makedirs(os.path.dirname(KEPT), exist_ok=True)
-        bpe.write_texts({KEPT: bpe.read_text(MODEL), BLANKED: ""})
-        print("kept model.py as it is now: python3 tools/exercise.py --restore puts it back")
-        return 0
+        return bpe.run_reporting_problems(keep)
     if args.restore:
         return bpe.run_reporting_problems(lambda: restore(args.name))
     if args.name is None:

@@ -4,7 +4,6 @@ their token IDs, or write nothing and say why (tools/README.md says how). From t
     python3 tools/make_corpus.py --check    exit 1 unless they are what this program writes
 """
 import argparse
-import functools
 import heapq
 import json
 import os
@@ -39,11 +38,10 @@ SPLITS = {
     "now leo gives the hat to mia.": "n|ow| leo| gives| the| hat| to| mia|.",
     "mia has a red ball.": "mia| has| a| red| b|a|ll|.",
 }
-IDS = {"\n": 0, ",": 3, ".": 4, "a": 5, "d": 8, "n": 16,
-       " a": 29, " the": 30, " b": 32, " g": 36, " to": 37,
-       "ow": 40, " has": 46, " gives": 50, "ll": 53, " ava": 56,
-       " mia": 65, "en": 66, "ar": 67, " leo": 70, " hat": 79,
-       " now": 80, " at": 81, " red": 85, "mia": 89, " goes": 91}
+IDS = {"\n": 0, ",": 3, ".": 4, "a": 5, "d": 8, "n": 16, " a": 29, " the": 30, " b": 32,
+       " g": 36, " to": 37, "ow": 40, " has": 46, " gives": 50, "ll": 53, " ava": 56,
+       " mia": 65, "en": 66, "ar": 67, " leo": 70, " hat": 79, " now": 80, " at": 81,
+       " red": 85, "mia": 89, " goes": 91}
 
 
 ################ The generated stories (tools/plots.txt says how to write a plot)
@@ -136,6 +134,8 @@ class Filler:
         plots, self.kinds, self.she = read_plots()
         rng = random.Random(PLOT_SEED)
         order = []              # rounds of the plots, each shuffled, up to N_STORIES
+        if not any(weight for _, weight, _ in plots):
+            raise bpe.FileProblem(f"{PLOTS_PATH}: every plot has weight 0")
         while len(order) < N_STORIES:
             round_ = [plot for plot in plots for _ in range(plot[1])]
             rng.shuffle(round_)
@@ -246,11 +246,6 @@ def learn_merges_fast(text, vocab_size):
     """bpe.learn_merges's result, faster: a merge recounts only the chunks that hold its pair,
     and a heap keeps the pairs in bpe.best_pair's order, so no merge looks at them all."""
     bpe.check_size(text, vocab_size)
-    return tuple(map(list, learned(text, vocab_size)))    # lists of the caller's own
-
-
-@functools.lru_cache(maxsize=16)    # the last 16 texts and sizes: trained once each
-def learned(text, vocab_size):
     vocab, words, weights = bpe.start_training(text)
     pair_counts = {}    # pair -> its count
     holders = {}        # pair -> the chunks that hold it, as a dict's keys: a set in order
@@ -485,10 +480,9 @@ def run(args):
             f"quotas leave: {wrong} (+: the token comes too late, its words too rare; -: "
             f"too soon). Undo the last edit of tools/, or make it another way, and run "
             f"python3 tools/make_corpus.py again (tools/README.md says more).")
-    note = ("written by tools/make_corpus.py: how many slots of each kind hold each "
-            "steered word; the search starts from here")
-    slots = {kind: len(filler.slots[kind]) for kind in filler.kinds}
-    stored = {"note": note, "quotas": quotas, "slots": slots}
+    stored = {"note": "written by tools/make_corpus.py: how many slots of each kind hold each "
+                      "steered word; the search starts from here", "quotas": quotas,
+              "slots": {kind: len(filler.slots[kind]) for kind in filler.kinds}}
     files = {bpe.CORPUS_PATH: text, QUOTAS_PATH: json.dumps(stored, indent=2) + "\n",
              bpe.TOKENIZER_PATH: tok.to_json()}
     if args.check:
