@@ -7,7 +7,6 @@ small copy. Each run computes every figure afresh; block-trace.json only remembe
     python3 trace_block.py            the lesson's figures, and whether the file holds them
     python3 trace_block.py --show     the order experiment and the attention weights, drawn
     python3 trace_block.py --check    exit 1, naming each figure, if the file is out of date
-    python3 trace_block.py --help     every flag
 """
 import argparse
 import codecs
@@ -41,8 +40,9 @@ def trace(tok=None, story=None):
     the lab's tokenizer and the first story of corpus.txt (with its newline)."""
     tok = load_tokenizer() if tok is None else check_sentences(tok)
     where = "the story"
-    if story is None:
-        where, story = "corpus.txt line 1, the first story,", first_story()
+    if story is None:                   # the first line of corpus.txt, with its newline
+        text = bpe.read_corpus(CORPUS_FILE)
+        where, story = "corpus.txt line 1, the first story,", text[:text.index("\n") + 1]
     ids = encode_story(tok, story, where)
     p = build(tok, SERIES)
     x, y = ids[:-1], ids[1:]                            # each token predicts the next
@@ -78,15 +78,9 @@ def load_tokenizer():
     """The lab's trained tokenizer, tokenizer.json beside this file."""
     try:
         tok = Tokenizer.load(TOKENIZER_FILE)
-    except (TypeError, ValueError) as error:        # the file is there, but not a tokenizer
-        raise FileProblem(f"{error}. Run: python3 bpe.py --write") from None
+    except ValueError as problem:       # the file is there, but not a tokenizer
+        raise FileProblem(f"{problem}. Run: python3 bpe.py --write") from None
     return check_sentences(tok)
-
-
-def first_story():
-    """The first line of corpus.txt, with its newline."""
-    text = bpe.read_corpus(CORPUS_FILE)
-    return text[:text.index("\n") + 1]
 
 
 def build(tok, cfg):
@@ -133,8 +127,7 @@ def backward_gradients(p, x, y):
 
 
 def compare_gradients(grads, numeric):
-    """How far backward()'s gradients are from the numeric ones: the entries compared, and
-    the largest |difference| (a nan counts as inf). A gradient of another size is refused."""
+    """The entries compared, and the largest |backward - numeric| (nan: inf); sizes must fit."""
     errors = []
     for name, slopes in numeric.items():
         pairs = zip(flatten(grads[name]), flatten(slopes), strict=True)
@@ -150,8 +143,7 @@ def gradient_error(p, x, y):
 
 
 def small_copy_check(vocab, ids):
-    """The gradient check of the small copy (TINY, vocab tokens) on a tuple of token IDs:
-    made once per run (and model module), as the trace and the lesson's test 2 share it."""
+    """The small copy's gradient check on a tuple of IDs: made once per run, and shared."""
     key = (vocab, ids, model)
     if key not in CHECKED:
         p = model.init_params(vocab, TINY["d"], TINY["hidden"], TINY["max_len"], TINY["seed"])
@@ -173,8 +165,7 @@ def flatten(tensor):
 ################ The order experiment
 
 def exact_gaps(p, tok, use_positions):
-    """Per position, the largest absolute score difference between the two order sentences,
-    not rounded, so that 0.0 means bit-identical scores."""
+    """Per position, the order sentences' largest score difference: 0.0 is bit-identical."""
     logits_a, _ = model.forward(p, tok.encode(ORDER_A), use_positions)
     logits_b, _ = model.forward(p, tok.encode(ORDER_B), use_positions)
     return [max(abs(u - v) for u, v in zip(a, b)) for a, b in zip(logits_a, logits_b)]
@@ -284,8 +275,7 @@ def figures_in(trace, where=""):
 # and 1/14, say), so that a nearly even row gets one shade all along.
 SHADES = ((0.6, "█"), (0.3, "▓"), (0.15, "▒"), (0.075, "░"), (0.0, " "))
 MASKED = "·"        # drawn where a weight is exactly 0.0: what the mask gives j > i
-# Stand-ins for a terminal that cannot print these (a Windows console); any other character
-# the terminal lacks becomes an escape, \x.. or \u..
+# Stand-ins where the terminal lacks these (a Windows console); others become \x.. or \u..
 PLAIN = str.maketrans({**dict(zip("█▓▒░·│×", "#%+-.|x")), "≥": ">=", "ε": "eps"})
 
 
@@ -426,8 +416,7 @@ def run(args):
 ################ Input checks
 
 def check_sentences(tok):
-    """Return tok, refusing a tokenizer that cannot encode the trace's sentences, splits the
-    two order sentences into two lengths, or the gradient check's into too many tokens."""
+    """tok, unless it splits the trace's sentences otherwise than the lesson's tokenizer."""
     try:
         lengths = [len(tok.encode(s)) for s in (ORDER_A, ORDER_B, GRADIENT_SENTENCE)]
     except ValueError as error:
