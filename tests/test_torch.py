@@ -50,7 +50,7 @@ class TorchTests(unittest.TestCase):
         t_logits, t_loss, t_grads = torch_reference(p, tokens[:-1], tokens[1:], use_positions)
         gaps = {"logits": (torch.tensor(logits, dtype=torch.float64) - t_logits).abs().max().item(),
                 "loss": abs(loss - t_loss)}
-        for name in model.PARAM_NAMES:
+        for name in model.PARAMETERS:
             lab = torch.tensor(grads[name], dtype=torch.float64)
             self.assertEqual(lab.shape, t_grads[name].shape, name)
             gaps[name] = (lab - t_grads[name]).abs().max().item()
