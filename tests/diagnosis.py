@@ -64,7 +64,8 @@ def outputs(module, name):
         return module.init_params(96, **trace_block.TINY)
     if name == "layernorm_forward":
         x, g, b, _ = case("layer norm")
-        return {"y": module.layernorm_forward(x, g, b)[0]}
+        y, cache = module.layernorm_forward(x, g, b)
+        return {"y": y, "xhat": cache.get("xhat"), "std": cache.get("std")}     # what backward reads
     if name == "softmax":
         return {"weights": module.softmax(case("softmax")[0])}
     if name == "attention_forward":
@@ -108,6 +109,8 @@ def apart(found, expected, where, close, said):
         return f"{where} is {found!r:.50}, not a number"
     if close(found, expected):
         return None
+    if f"{found:.6g}" == f"{expected:.6g}":     # all the digits, to show them apart
+        return f"{where} is {found!r}, {said} {expected!r}"
     return f"{where} is {found:.6g}, {said} {expected:.6g}"
 
 
@@ -187,7 +190,10 @@ def check_layernorm_forward(module):
 
 def check_softmax(module):
     scores, _ = case("softmax")
-    for i, row in enumerate(module.softmax(scores)):
+    weights = module.softmax(scores)
+    if scores != case("softmax")[0]:
+        return "softmax changed its input scores in place: make new lists"
+    for i, row in enumerate(weights):
         if abs(math.fsum(row) - 1) > 1e-12 or min(row) < 0:
             return f"softmax: row {i} is {row}: weights are at least 0 and sum to 1"
         if any(w != 0.0 for w, z in zip(row, scores[i]) if z == -math.inf):
@@ -201,9 +207,17 @@ def check_attention_forward(module):
     later, _ = module.attention_forward(p, x[:-1] + [[v + 1.0 for v in x[-1]]])
     seen = [t for t in range(len(x) - 1) if out[t] != later[t]]
     if seen:
-        return (f"attention_forward step 2: out[{seen[0]}] changed when only the last "
-                f"position's x did: the causal mask lets a position see a later one")
+        return (f"attention_forward: out[{seen[0]}] changed when only the last position's x "
+                f"did: a position sees a later one (step 2, the mask, or step 4, the mix)")
     return against_reference(module, "attention_forward")
+
+
+def check_forward(module):
+    p = tiny(module)
+    module.forward(p, REPEATED[:-1])
+    if p != tiny(module):
+        return "forward changed the parameters in place (x0's rows are tok_emb's?): new lists"
+    return against_reference(module, "forward")
 
 
 def check_loss_and_dlogits(module):
@@ -235,6 +249,8 @@ def check_layernorm_backward(module):
 def check_softmax_backward(module):
     scores, d_weights = case("softmax")
     d_scores = module.softmax_backward(module.softmax(scores), d_weights)
+    if d_weights != case("softmax")[1]:
+        return "softmax_backward changed its input d_weights in place: make new lists"
 
     def f():
         return total(module.softmax(scores), d_weights)
@@ -304,7 +320,7 @@ def off_along(f, gradient, tensor, rng):
 def check_backward(module):
     """The small copy's gradients in backward order, each along a random direction, the
     first off then entry by entry; where both embeddings' are off, step 2's skip path is."""
-    p, x, y = tiny(module), REPEATED[:-1], REPEATED[1:]
+    p, x, y = tiny(module), REPEATED[:-2], REPEATED[1:-1]     # fewer than the 8 positions
     logits, cache = module.forward(p, x, use_positions=False)
     without = module.backward(p, cache, module.loss_and_dlogits(logits, y)[1])
     if any(map(any, without["pos_emb"])):
@@ -330,7 +346,7 @@ def check_backward(module):
 CHECKS = {"init_params": lambda module: against_reference(module, "init_params"),
           "layernorm_forward": check_layernorm_forward, "softmax": check_softmax,
           "attention_forward": check_attention_forward,
-          "forward": lambda module: against_reference(module, "forward"),
+          "forward": check_forward,
           "loss_and_dlogits": check_loss_and_dlogits,
           "layernorm_backward": check_layernorm_backward,
           "softmax_backward": check_softmax_backward,

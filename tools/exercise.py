@@ -6,13 +6,13 @@
     python3 tools/exercise.py --restore softmax     put one function's original back
     python3 tools/exercise.py --restore             put model.py back as it was kept
 
-A stub keeps the function's signature, docstring and input check and raises NotImplementedError
-with the lesson's formula. The original model.py is kept in .exercise/ (git ignores it) when a
-function is first blanked, or on --keep; --restore asks before it puts an original over a
-blanked function that you have written since.
+A stub keeps the signature, docstring and input check, and raises with the lesson's formula.
+The original model.py is kept in .exercise/ (git ignores it); --restore asks before it undoes
+a function you have written since it was blanked.
 """
 import argparse
 import ast
+import functools
 import os
 import sys
 
@@ -32,9 +32,8 @@ FORMULAS = {
     "softmax_backward": "each row: d_z_j = w_j · (d_w_j - Σ_k w_k · d_w_k)",
     "attention_forward": "q, k, v = x·Wq, x·Wk, x·Wv; scores = q·kᵀ / √d, -inf where j > i; "
                          "weights = softmax(scores); out = (weights · v) · Wo",
-    "attention_backward": "attention_forward's steps 5 to 1 walked back: d_Wo and d_mixed; "
-                          "d_weights and d_v; softmax_backward; d_q and d_k (÷ √d); d_Wq, "
-                          "d_Wk, d_Wv, and d_x = d_q·Wqᵀ + d_k·Wkᵀ + d_v·Wvᵀ",
+    "attention_backward": "steps 5 to 1 walked back: d_Wo, d_mixed; d_weights, d_v; "
+                          "softmax_backward; d_q, d_k (÷ √d); d_W..., d_x = Σ d_·W_ᵀ",
     "forward": "x0 = tok_emb[ids] + pos_emb[0:T]; x1 = x0 + Attention(LN1(x0)); x2 = x1 + "
                "MLP(LN2(x1)); logits = LNF(x2) · W_out + b_out",
     "loss_and_dlogits": "the mean of -log softmax(row)[target]; d_logits = (softmax - one-hot) / T",
@@ -98,37 +97,36 @@ def blank(name):
 
 
 def restore(name, ask=input):
-    """Put back one function's original, or the kept model.py (asking about rewrites)."""
+    """Put back one function's original, or the kept model.py; ask before undoing a rewrite."""
     if not os.path.exists(KEPT):
         return bpe.report("no model.py is kept: tools/exercise.py keeps one when it blanks a "
                           "function, or on --keep")
     kept, source = bpe.read_text(KEPT), bpe.read_text(MODEL)
+    for written in written_since(source, kept, [name] if name else read_blanked()):
+        try:
+            answer = ask(f"{written}: put the original back over it? [y/N] ")
+        except EOFError:            # no one to answer: the answer is no
+            answer = ""
+        if answer.strip().lower() not in ("y", "yes"):
+            print("model.py is unchanged")
+            return 1
+    restored, blanked = kept, []
     if name is not None:
-        source = replaced(source, name, functions(kept)[name][1])
+        restored = replaced(source, name, functions(kept)[name][1])
         blanked = [n for n in read_blanked() if n != name]
-    else:
-        for written in written_since(source, kept):
-            try:
-                answer = ask(f"{written}: put the original back over it? [y/N] ")
-            except EOFError:            # no one to answer: the answer is no
-                answer = ""
-            if answer.strip().lower() not in ("y", "yes"):
-                print("model.py is unchanged: --restore NAME puts back one function at a time")
-                return 1
-        source, blanked = kept, []
-    bpe.write_texts({MODEL: source, BLANKED: "".join(f"{n}\n" for n in blanked)})
+    bpe.write_texts({MODEL: restored, BLANKED: "".join(f"{n}\n" for n in blanked)})
     print(f"put back {name or 'model.py as it was kept'}")
     return 0
 
 
-def written_since(source, kept):
-    """The blanked functions that are neither their stub nor their original now, in words."""
+def written_since(source, kept, names):
+    """Those of names blanked and written since (neither stub nor original now), in words."""
     try:
         functions(source)
     except SyntaxError as error:
         return [f"model.py does not parse (line {error.lineno}), so its functions are unknown"]
     written = []
-    for name in read_blanked():
+    for name in set(names) & set(read_blanked()):
         now = functions(source).get(name)
         node, original = functions(kept)[name]
         if now is None or now[1] not in (original, stub(node, original)):
@@ -136,12 +134,13 @@ def written_since(source, kept):
     return written
 
 
-def show():
-    """The functions it can blank, and whether each is blank now."""
+def show():                           # the functions it can blank, and their state
     source = bpe.read_text(MODEL)
     for name in FORMULAS:
         node, text = functions(source)[name]
         state = "blank" if text == stub(node, text) else ""
+        if not state and name in read_blanked():
+            state = "written since it was blanked"
         print(f"  {name:20} {state}")
     return 0
 
@@ -157,15 +156,20 @@ def main(argv=None):
         return bpe.report(f"tools/exercise.py: {args.name!r} is not a lesson function; "
                           f"these are: {', '.join(FORMULAS)}")
     if args.keep and read_blanked():
-        return bpe.report(f"tools/exercise.py: {', '.join(read_blanked())} blank now: "
+        return bpe.report(f"tools/exercise.py: {', '.join(read_blanked())} blanked earlier: "
                           f"--restore first, so that the kept model.py is the original")
+    action = show
     if args.keep:
-        return bpe.run_reporting_problems(keep)
-    if args.restore:
-        return bpe.run_reporting_problems(lambda: restore(args.name))
-    if args.name is None:
-        return bpe.run_reporting_problems(show)
-    return bpe.run_reporting_problems(lambda: blank(args.name))
+        action = keep
+    elif args.restore:
+        action = functools.partial(restore, args.name)
+    elif args.name:
+        action = functools.partial(blank, args.name)
+    try:
+        return bpe.run_reporting_problems(action)
+    except SyntaxError as error:        # a rewrite that does not parse yet
+        return bpe.report(f"model.py does not parse (line {error.lineno}): fix it, or put "
+                          f"the kept one back whole: python3 tools/exercise.py --restore")
 
 
 if __name__ == "__main__":

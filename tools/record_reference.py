@@ -1,10 +1,6 @@
-"""Write tests/reference.json: what each forward of model.py computes on the fixed inputs of
-tests/diagnosis.py. The diagnosis holds a learner's functions to these numbers, so that a
-mistake that keeps the lesson's properties (Wk used for Wq, say) is still named. A new corpus
-or tokenizer does not move them; a change to model.py's math does, and only then is this
-worth running again:
-
-    python3 tools/record_reference.py
+"""Write tests/reference.json: what each forward of model.py computes on the inputs of
+tests/diagnosis.py, which holds a learner's functions to these numbers. Only a change to
+model.py's math moves them; after one, run: python3 tools/record_reference.py
 """
 import argparse
 import os
