@@ -1,7 +1,7 @@
 """The lesson's twelve tests, in its three classes and order: Recorded (1), Mechanism (2 to 6),
-FailureCases (7 to 12). Run: python3 -m unittest -v test_model.py. A failure of test 1, 2 or
-4 starts with the lesson function that is wrong (tests/diagnosis.py); an error that an earlier
-test failed on skips a later test: one failure per cause."""
+FailureCases (7 to 12). Run: python3 -m unittest -v test_model.py. A failure of test 1, 2, 4
+or 5, or an error, starts with the lesson function that is wrong (tests/diagnosis.py); an error
+that an earlier test failed on skips a later test: one failure per cause."""
 import functools
 import math
 import random

@@ -1,11 +1,11 @@
 """Which lesson function is wrong: each one checked on its own, forwards before backwards.
 
-test_model.py puts first_wrong()'s line first when test 1, 2 or 4 fails. Each forward is held
-to what the lesson says it computes, then to its outputs in reference.json (written from
-model.py by tools/record_reference.py; a relative 1e-9 allows for another platform's exp and
-log); each backward to central differences of its own forward. The inputs are small, random
-and seeded, gains and biases away from 1 and 0 and attention far from even, so that no
-mistake hides behind a 1, a 0 or an even share.
+test_model.py puts first_wrong()'s line first when a test fails on the model's math, or the
+model raises. Each forward is held to what the lesson says it computes, then to its outputs in
+reference.json (written from model.py by tools/record_reference.py; a relative 1e-9 allows
+for another platform's exp and log); each backward to central differences of its own forward.
+The inputs are small, random and seeded, gains and biases away from 1 and 0 and attention far
+from even, so that no mistake hides behind a 1, a 0 or an even share.
 """
 import json
 import math
@@ -75,7 +75,7 @@ def outputs(module, name):
     if name == "forward":
         logits, cache = module.forward(tiny(module), REPEATED[:-1])
         without, _ = module.forward(tiny(module), REPEATED[:-1], use_positions=False)
-        found = {key: cache.get(key) for key in FORWARD_STEPS}
+        found = {key: cache[key] for key in FORWARD_STEPS if key in cache}
         return {**found, "logits": logits, "without": without}
     logits, targets = case("loss")
     return {"loss": module.loss_and_dlogits(logits, targets)[0]}
