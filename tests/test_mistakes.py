@@ -147,18 +147,22 @@ MISTAKES = [   # (the lesson function, the mistake, an edit of model.py, or a li
     ("init_params", "drawn column by column",
      ("[[rng.gauss(0.0, 0.02) for _ in range(m[0])] for _ in range(n)]",
       "[list(c) for c in zip(*[[rng.gauss(0.0, 0.02) for _ in range(n)] for _ in range(m[0])])]"))]
-LARGE = [(math_tests.LargeScoreTests, "test_attention_with_scores_in_the_thousands"),
+LARGE = [(math_tests.LargeScoreTests, "test_softmax_with_scores_in_the_thousands"),
          (math_tests.LargeScoreTests, "test_the_loss_with_scores_in_the_thousands")]
 LENGTHS = [(math_tests.GradientTests, "test_forward_takes_every_length_from_1_to_its_positions")]
-CAUGHT_BY_THE_LAB = [   # (the mistake, its edit, the lab's own tests that must catch it)
+CAUGHT_BY_THE_LAB = [   # (the mistake, its edit, the lab's tests that catch it, their first words)
     ("softmax without the shift",
-     (SHIFTED + "        weights", SHIFTED.replace(" - top", "") + "        weights"), LARGE),
+     (SHIFTED + "        weights", SHIFTED.replace(" - top", "") + "        weights"), LARGE,
+     "softmax: exp overflowed"),
     ("the loss without the shift",
-     (SHIFTED + "        # -log", SHIFTED.replace(" - top", "") + "        # -log"), LARGE),
+     (SHIFTED + "        # -log", SHIFTED.replace(" - top", "") + "        # -log"), LARGE,
+     "loss_and_dlogits: exp overflowed"),
     ("forward refusing all its positions",
-     ('if len(ids) > sizes["P"]:', 'if len(ids) >= sizes["P"]:'), LENGTHS),
+     ('if len(ids) > sizes["P"]:', 'if len(ids) >= sizes["P"]:'), LENGTHS,
+     "sequence of 8 tokens is longer than the 8 positions"),
     ("forward refusing a single token",
-     ('check("forward(ids: T)", ids)', 'check("forward(ids: T)", ids[1:])'), LENGTHS)]
+     ('check("forward(ids: T)", ids)', 'check("forward(ids: T)", ids[1:])'), LENGTHS,
+     "empty sequence")]
 
 
 def edits_of(edit):
@@ -224,9 +228,10 @@ class LearnerMistakes(unittest.TestCase):
                 self.assertEqual(model_py.read_text("utf-8"), SOURCE)
 
     def test_the_lab_s_own_tests_catch_what_the_lesson_does_not_claim(self):
-        for what, edit, tests in CAUGHT_BY_THE_LAB:
+        for what, edit, tests, said in CAUGHT_BY_THE_LAB:
             with self.subTest(mistake=what):
-                self.assertIsNotNone(first_line(run_with(planted(edit), tests)))
+                message = first_line(run_with(planted(edit), tests)) or ""
+                self.assertTrue(message.startswith(said), message)
 
     def test_every_sum_not_rounded_once_is_named_with_its_function_and_math_fsum(self):
         """Each math.fsum of model.py replaced, one at a time, by a sum added left to right
