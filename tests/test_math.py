@@ -8,6 +8,7 @@ import random
 import re
 import unittest
 from operator import mul
+from unittest import mock
 
 import model
 import trace_block
@@ -69,6 +70,7 @@ class ExactSumTests(unittest.TestCase):
         self.softmax_and_its_backward()
         self.attention_and_its_backward()
         self.the_loss()
+        self.the_embeddings_gradient()
 
     def assert_rounded_once(self, function, got, want):
         if got != want:
@@ -164,6 +166,21 @@ class ExactSumTests(unittest.TestCase):
             self.assert_rounded_once("loss_and_dlogits", model.loss_and_dlogits(logits, targets),
                                      (exact(losses) / len(logits), d_logits))
 
+
+    def the_embeddings_gradient(self):
+        # a token at 4 positions; each step of backward before step 1 patched to hand rows
+        # of TRAP down as they are (its own gradients: any of their shapes), so that
+        # d_x0 = D + D, one D along each skip path, and tok_emb[7] is each column's sum
+        D = [[t] * 4 for t in TRAP]
+        p = tiny()
+        logits, cache = model.forward(p, [7] * 4)
+        attention = {name: p[name] for name in ("Wq", "Wk", "Wv", "Wo")}
+        with mock.patch.multiple(
+                model, linear_backward=lambda d_y, x, W: ([(r * 2)[:len(W)] for r in D], W, W[0]),
+                layernorm_backward=lambda dy, g, cache: (dy, g, g),
+                attention_backward=lambda p, cache, d_out: (attention, [[0.0] * 4] * 4)):
+            grads = model.backward(p, cache, logits)
+        self.assert_rounded_once("backward", grads["tok_emb"][7], [2 * ROUNDED_ONCE] * 4)
 
 class LargeScoreTests(unittest.TestCase):
     """exp(1000) overflows: each softmax subtracts its row's maximum first."""

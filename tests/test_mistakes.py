@@ -150,6 +150,7 @@ MISTAKES = [   # (the lesson function, the mistake, an edit of model.py, or a li
 LARGE = [(math_tests.LargeScoreTests, "test_softmax_with_scores_in_the_thousands"),
          (math_tests.LargeScoreTests, "test_the_loss_with_scores_in_the_thousands")]
 LENGTHS = [(math_tests.GradientTests, "test_forward_takes_every_length_from_1_to_its_positions")]
+EXACT_SUMS = [(math_tests.ExactSumTests, "test_every_sum_is_rounded_once")]
 CAUGHT_BY_THE_LAB = [   # (the mistake, its edit, the lab's tests that catch it, their first words)
     ("softmax without the shift",
      (SHIFTED + "        weights", SHIFTED.replace(" - top", "") + "        weights"), LARGE,
@@ -162,7 +163,13 @@ CAUGHT_BY_THE_LAB = [   # (the mistake, its edit, the lab's tests that catch it,
      "sequence of 8 tokens is longer than the 8 positions"),
     ("forward refusing a single token",
      ('check("forward(ids: T)", ids)', 'check("forward(ids: T)", ids[1:])'), LENGTHS,
-     "empty sequence")]
+     "empty sequence"),
+    ("backward adding a token's rows one by one",
+     ('grads["tok_emb"][token] = column_sums(rows)',
+      'grads["tok_emb"][token] = [0.0] * len(rows[0])\n'
+      '        for row in rows:\n'
+      '            grads["tok_emb"][token] = add([grads["tok_emb"][token]], [row])[0]'),
+     EXACT_SUMS, "backward: a sum is not rounded once (use math.fsum)")]
 
 
 def edits_of(edit):
@@ -239,7 +246,6 @@ class LearnerMistakes(unittest.TestCase):
         its first line naming the function that holds the sum, and math.fsum. One sum, the
         loss's top + log(total) - target, rounds as fsum does under 3.12's sum() on every input
         we could build, so there sum() is not planted."""
-        exact_sums = [(math_tests.ExactSumTests, "test_every_sum_is_rounded_once")]
         loss_terms = SOURCE.find("fsum((top, log(total), -row[target]))")
         calls = fsum_calls()
         self.assertGreaterEqual(len(calls), 12)
@@ -250,7 +256,7 @@ class LearnerMistakes(unittest.TestCase):
                 with self.subTest(function=function, sum=summing.__name__):
                     module = planted((at, "fsum", "planted_sum"))
                     module.planted_sum = summing     # a name the copy's edited function reads
-                    message = first_line(run_with(module, exact_sums)) or ""
+                    message = first_line(run_with(module, EXACT_SUMS)) or ""
                     self.assertTrue(message.startswith(f"{function}: a sum is not rounded "
                                                        f"once (use math.fsum)"), message)
 
