@@ -126,24 +126,34 @@ class ExactSumTests(unittest.TestCase):
         self.assertEqual(got[0][0][0], ROUNDED_ONCE / 2 ** 26)
 
     def attention_and_its_backward(self):
-        # q = 2**52 x and k = x: q_2 · k_0 is 2**52 + 2**-2 + 2**-2 + 2**-60, a trap
+        # q = 2**52 x and k = x: q_2 · k_0 is 2**52 + 2**-2 + 2**-2 + 2**-60, a trap, and
+        # d_mixed_2 · v_0 too; then random inputs, where d_x's three parts added as + are off
         p = {"Wq": [[2.0 ** 52 * v for v in row] for row in I4], "Wk": I4, "Wv": I4, "Wo": I4}
         trap_row = [1.0, 2.0 ** -27, 2.0 ** -27, 2.0 ** -60]
         x = [trap_row, [1.0, 0.0, 0.0, 0.0], trap_row]
+        d_out = [[1.0, 0.5, 0.25, 2.0], [0.5, 1.0, 1.0, 0.5], [2.0 ** 52 * v for v in trap_row]]
+        rng = random.Random(5)
+        p_random = {n: [[rng.gauss(0, 1) for _ in range(4)] for _ in range(4)] for n in p}
+        x_random = [[rng.gauss(0, 1) for _ in range(4)] for _ in range(5)]
+        d_random = [[rng.gauss(0, 1) for _ in range(4)] for _ in range(5)]
+        for p, x, d_out in ((p, x, d_out), (p_random, x_random, d_random)):
+            self.attention_exactly(p, x, d_out)
+
+    def attention_exactly(self, p, x, d_out):
+        T = len(x)
         out, cache = model.attention_forward(p, x)
-        scores = [[dot(cache["q"][i], k) / 2.0 for k in cache["k"][:i + 1]] for i in range(3)]
-        self.assertEqual(scores[2][0], (2.0 ** 52 + 1) / 2)
-        weights = [[v / exact(e) for v in e] + [0.0] * (2 - i) for i, row in enumerate(scores)
+        q, k, v = (product(x, p[n]) for n in ("Wq", "Wk", "Wv"))
+        scores = [[dot(q[i], k[j]) / 2.0 for j in range(i + 1)] for i in range(T)]
+        weights = [[w / exact(e) for w in e] + [0.0] * (T - 1 - i) for i, row in enumerate(scores)
                    for e in [[math.exp(z - max(row)) for z in row]]]
         self.assert_rounded_once("attention_forward", (cache["weights"], out),
-                                 (weights, product(product(weights, x), I4)))
-        # backward: d_mixed_2 · v_0 is a trap too; d_x sums its three parts once
-        d_out = [[1.0, 0.5, 0.25, 2.0], [0.5, 1.0, 1.0, 0.5], [2.0 ** 52 * v for v in trap_row]]
+                                 (weights, product(product(weights, v), p["Wo"])))
         grads, d_x = model.attention_backward(p, cache, d_out)
-        d_w = [[dot(d_o, x[j]) if j <= i else 0.0 for j in range(3)] for i, d_o in enumerate(d_out)]
+        d_mixed = product(d_out, model.transpose(p["Wo"]))
+        d_w = [[dot(d_m, v[j]) if j <= i else 0.0 for j in range(T)] for i, d_m in enumerate(d_mixed)]
         d_s = [[wj * (dj - dot(w, dw)) / 2.0 for wj, dj in zip(w, dw)] for w, dw in zip(weights, d_w)]
-        d_q, d_k = product(d_s, cache["k"]), product(model.transpose(d_s), cache["q"])
-        d_v = product(model.transpose(weights), d_out)
+        d_q, d_k = product(d_s, k), product(model.transpose(d_s), q)
+        d_v = product(model.transpose(weights), d_mixed)
         parts = [product(d, model.transpose(p[n])) for d, n in ((d_q, "Wq"), (d_k, "Wk"), (d_v, "Wv"))]
         self.assert_rounded_once("attention_backward", (grads["Wv"], d_x), (
             product(model.transpose(x), d_v), [[exact(t) for t in zip(*rows)] for rows in zip(*parts)]))

@@ -169,7 +169,14 @@ CAUGHT_BY_THE_LAB = [   # (the mistake, its edit, the lab's tests that catch it,
       'grads["tok_emb"][token] = [0.0] * len(rows[0])\n'
       '        for row in rows:\n'
       '            grads["tok_emb"][token] = add([grads["tok_emb"][token]], [row])[0]'),
-     EXACT_SUMS, "backward: a sum is not rounded once (use math.fsum)")]
+     EXACT_SUMS, "backward: a sum is not rounded once (use math.fsum)"),
+    ("attention_backward adding d_x's three parts with +",
+     ('d_x = add(matmul(d_q, transpose(p["Wq"])), matmul(d_k, transpose(p["Wk"])),\n'
+      '              matmul(d_v, transpose(p["Wv"])))',
+      'd_x = [[a + b + c for a, b, c in zip(*rows)] for rows in zip(\n'
+      '        matmul(d_q, transpose(p["Wq"])), matmul(d_k, transpose(p["Wk"])),\n'
+      '        matmul(d_v, transpose(p["Wv"])))]'),
+     EXACT_SUMS, "attention_backward: a sum is not rounded once (use math.fsum)")]
 
 
 def edits_of(edit):
