@@ -10,7 +10,7 @@ import unittest
 
 import model
 import trace_block
-from tests.diagnosis import REPEATED, first_wrong, tiny
+from tests.diagnosis import REPEATED, first_wrong, raised, tiny
 from trace_block import SERIES, last_logits_gap, position_gaps
 
 TOLERANCE = 1e-7    # the gradient check's bound on |central difference - backward()|
@@ -210,7 +210,7 @@ def noting_failures(method):
             FAILED[method.__name__] = "a failed assertion"
             raise
         except Exception as error:          # the model raised: its own message is the finding
-            why = f"{type(error).__name__}: {error}"
+            why = raised(error)
             earlier = [n for n, reason in FAILED.items() if reason == why]
             if earlier:
                 self.skipTest(f"{earlier[0]} failed on this already: {why}")

@@ -13,7 +13,7 @@ from unittest import mock
 import model
 import trace_block
 from test_model import series, tokenizer
-from tests.diagnosis import REPEATED, tiny
+from tests.diagnosis import REPEATED, raised, tiny
 from tests import diagnosis
 
 
@@ -65,12 +65,15 @@ class ExactSumTests(unittest.TestCase):
         otherwise when added any other way, each function gives what the exact references give,
         checked in the order the functions build on each other: the first failure names the
         function whose sum is off."""
-        self.the_list_helpers()
-        self.layer_norm()
-        self.softmax_and_its_backward()
-        self.attention_and_its_backward()
-        self.the_loss()
-        self.the_embeddings_gradient()
+        try:
+            self.the_list_helpers()
+            self.layer_norm()
+            self.softmax_and_its_backward()
+            self.attention_and_its_backward()
+            self.the_loss()
+            self.the_embeddings_gradient()
+        except (OverflowError, ValueError) as error:    # scores of 2**52: a softmax unshifted?
+            self.fail(f"{raised(error)}, on inputs as large as 2**52")
 
     def assert_rounded_once(self, function, got, want):
         if got != want:
@@ -192,26 +195,32 @@ class ExactSumTests(unittest.TestCase):
             grads = model.backward(p, cache, logits)
         self.assert_rounded_once("backward", grads["tok_emb"][7], [2 * ROUNDED_ONCE] * 4)
 
+LARGE_SCORES = {   # what keeps each from failing on large scores
+    "softmax": "subtract each row's maximum before exp",
+    "loss_and_dlogits": "subtract each row's maximum before exp, and take -log softmax as top + "
+                        "log(total) - score, as a weight may round to 0.0"}
+
+
 class LargeScoreTests(unittest.TestCase):
     """exp(1000) overflows: each softmax subtracts its row's maximum first."""
 
-    def without_overflow(self, function, *args):
+    def on_large_scores(self, function, *args):
         try:
             return getattr(model, function)(*args)
-        except OverflowError:
-            self.fail(f"{function}: exp overflowed on scores in the thousands: subtract "
-                      f"each row's maximum before exp")
+        except (OverflowError, ValueError) as error:    # exp overflowed, or log(0.0)
+            self.fail(f"{function} fails on scores in the thousands, {raised(error)}: "
+                      f"{LARGE_SCORES[function]}")
 
     def test_softmax_with_scores_in_the_thousands(self):
         scores = [[1000.0, 20000.0, -math.inf], [-5000.0, 3000.0, 2990.0]]
-        weights = self.without_overflow("softmax", scores)
+        weights = self.on_large_scores("softmax", scores)
         for row, w in zip(scores, weights):
             e = [math.exp(z - max(row)) for z in row]
             self.assertEqual(w, [v / exact(e) for v in e])
 
     def test_the_loss_with_scores_in_the_thousands(self):
         logits = [[1000.0, 1001.0, 1002.0], [-5000.0, 3000.0, 2990.0]]   # exp(-8000) is 0.0
-        loss, d_logits = self.without_overflow("loss_and_dlogits", logits, [0, 0])
+        loss, d_logits = self.on_large_scores("loss_and_dlogits", logits, [0, 0])
         want = [2.0 + math.log(1 + math.exp(-1) + math.exp(-2)), 8000.0 + math.log1p(math.exp(-10))]
         self.assertAlmostEqual(loss, (want[0] + want[1]) / 2, places=9)
         self.assertAlmostEqual(d_logits[1][1], 1 / (1 + math.exp(-10)) / 2, places=15)
@@ -246,17 +255,17 @@ class GradientTests(unittest.TestCase):
             self.assertEqual(len(logits), T)
 
     def test_the_gradients_belong_to_the_caller(self):
-        """Every parameter gets a gradient of its shape, in p's order (a trainer may pair their
-        values), in lists, none shared with another gradient or a parameter (a trainer may
-        change them in place); tuples give the same; backward leaves its cache as it was."""
+        """Every parameter gets a gradient of its shape, in lists, none shared with another
+        gradient or a parameter (a trainer may change them in place); tuples give the same;
+        backward leaves its cache as it was."""
         p, ids = series(), tokenizer().encode("mia has a red hat. mia has a hat.")
         for use_positions in (True, False):
             logits, cache = model.forward(p, ids[:-1], use_positions)
             was = {key: repr(value) for key, value in cache.items()}
             grads = model.backward(p, cache, model.loss_and_dlogits(logits, ids[1:])[1])
             self.assertEqual([k for k in was if repr(cache[k]) != was[k]], [], "backward changed")
-            self.assertEqual([(n, model.shape(g)) for n, g in grads.items()],
-                             [(n, model.shape(t)) for n, t in p.items()])
+            self.assertEqual({n: model.shape(g) for n, g in grads.items()},
+                             {n: model.shape(t) for n, t in p.items()})
             tensors = list(grads.values()) + list(p.values())
             rows = [row for t in tensors if type(t[0]) is not float for row in t] + tensors
             self.assertEqual({type(row) for row in rows}, {list}, "a gradient row is not a list")
@@ -284,7 +293,7 @@ class GradientTests(unittest.TestCase):
         recorded = json.loads(diagnosis.REFERENCE.read_text(encoding="utf-8"))
         for name, values in recorded.items():
             found = diagnosis.outputs(model, name)
-            moved = [key for key, value in values.items() if found[key] != value]
+            moved = [key for key, value in values.items() if found.get(key, value) != value]
             self.assertEqual(moved, [], f"{name}'s numbers moved: a mistake, unless you changed "
                                         f"the math on purpose: then tools/record_reference.py")
 

@@ -88,6 +88,7 @@ MISTAKES = [   # (the lesson function, the mistake, an edit of model.py, or a li
     ("layernorm_forward", "ε outside the root", ("sqrt(variance + EPS)", "sqrt(variance) + EPS")),
     ("layernorm_forward", "the bias before the gain",
      ("xh * g_j + b_j for", "(xh + b_j) * g_j for")),
+    ("layernorm_forward", "std left out of the cache", ('"xhat": xhat, "std": std}', '"xhat": xhat}')),
     ("layernorm_forward", "x changed in place",
      ("centred = [x_j - mean", "centred = row\n        row[:] = [x_j - mean")),
     ("layernorm_backward", "the last term dropped", (LN_TERMS, "fsum((term1, -mean_d_xhat))")),
@@ -113,6 +114,7 @@ MISTAKES = [   # (the lesson function, the mistake, an edit of model.py, or a li
     ("attention_forward", "a mask reversed", (MASK, "if j >= i else -math.inf")),
     ("attention_forward", "a mask that hides the diagonal too", (MASK, "if j < i else -math.inf")),
     ("attention_forward", "no 1/√d", ("s / sqrt_d if j", "s if j")),
+    ("attention_forward", "mixed left out of the cache", (',\n                 "mixed": mixed}', "}")),
     ("attention_forward", "Wk for Wq", ('q = matmul(x, p["Wq"])', 'q = matmul(x, p["Wk"])')),
     ("attention_backward", "1/√d in the forward pass only",
      [(f"e / sqrt_d for e in row] for row in matmul({m}", f"e for e in row] for row in matmul({m}")
@@ -128,6 +130,7 @@ MISTAKES = [   # (the lesson function, the mistake, an edit of model.py, or a li
     ("forward", "a skip path dropped", ("x1 = add(x0, a)", "x1 = a")),
     ("forward", "use_positions=False ignored", ("    if use_positions:\n", "    if True:\n")),
     ("forward", "LN2 fed x0", ('layernorm_forward(x1, p["ln2', 'layernorm_forward(x0, p["ln2')),
+    ("forward", "h1 left out of the cache", ('"h1": h1, ', "")),
     ("forward", "no relu", ("act = [[max(0.0, z) for z in row] for row in pre]", "act = pre")),
     ("loss_and_dlogits", "the gradient without 1/T",
      [("e_j / (total * T)", "e_j / total"), ("d_row[target] -= 1.0 / T", "d_row[target] -= 1.0")]),
@@ -154,10 +157,13 @@ EXACT_SUMS = [(math_tests.ExactSumTests, "test_every_sum_is_rounded_once")]
 CAUGHT_BY_THE_LAB = [   # (the mistake, its edit, the lab's tests that catch it, their first words)
     ("softmax without the shift",
      (SHIFTED + "        weights", SHIFTED.replace(" - top", "") + "        weights"), LARGE,
-     "softmax: exp overflowed"),
+     "softmax fails on scores in the thousands"),
     ("the loss without the shift",
      (SHIFTED + "        # -log", SHIFTED.replace(" - top", "") + "        # -log"), LARGE,
-     "loss_and_dlogits: exp overflowed"),
+     "loss_and_dlogits fails on scores in the thousands"),
+    ("the loss as -log of the target's weight",
+     ("fsum((top, log(total), -row[target]))", "-log(e[target] / total)"), LARGE,
+     "loss_and_dlogits fails on scores in the thousands"),
     ("forward refusing all its positions",
      ('if len(ids) > sizes["P"]:', 'if len(ids) >= sizes["P"]:'), LENGTHS,
      "sequence of 8 tokens is longer than the 8 positions"),
@@ -208,6 +214,11 @@ class LearnerMistakes(unittest.TestCase):
                 result = run_with(planted(*edits_of(edit)), TWELVE)
                 self.assertTrue(first_line(result).startswith(function), first_line(result))
                 self.assertLessEqual(len(result.failures + result.errors), 4)
+
+    def test_caches_without_the_entries_only_the_diagnosis_reads_pass(self):
+        module = planted(('"x1": x1, ', ""), ('"x2": x2, ', ""), ('"scores": scores, ', ""))
+        self.assertIsNone(diagnosis.first_wrong(module))
+        self.assertEqual(counted(module, TWELVE), (0, 0))
 
     def test_each_function_blanked_and_put_back_with_tools_exercise_py(self):
         """In a scratch folder, tools/exercise.py blanks each lesson function in turn: the
