@@ -184,9 +184,9 @@ def last_logits_gap(p, tok, use_positions):
 ################ The recorded file: summary, check, write
 
 AFTER_A_CHANGE = """\
-If you changed the lab on purpose, record the new figures: python3 trace_block.py --write
-If not (a break-it exercise, a slip), undo the change that moved them: python3
-tools/exercise.py --restore, say. Rewriting the file would hide it."""
+A function you wrote, a break-it or a slip moved them? python3 -m unittest -v
+test_model.py names the function; python3 tools/exercise.py --restore undoes it.
+Only after a deliberate change to the lab, record them: python3 trace_block.py --write"""
 QUESTION = """\
 The order experiment: "{a}" and "{b}" hold the same
 tokens in another order. Before you look, predict: at which positions do their scores

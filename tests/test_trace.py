@@ -77,8 +77,8 @@ class CommandLineTests(unittest.TestCase):
         cases = [(trace_block.to_json(stale).encode(), [
                      "initial_loss: 4.0 -> 4.5805",
                      "order_test.gaps_by_position_without_positions[8]: 0.5 -> 0.0",
-                     "record the new figures: python3 trace_block.py --write",
-                     "slip), undo the change that moved them"]),
+                     "deliberate change to the lab: python3 trace_block.py --write",
+                     "test_model.py names the function"]),
                  (trace.replace(b"\n", b"\r\n"), ["its line ends are \\r\\n (Windows)"]),
                  (b"{ not json", ["the file is not plain JSON"]),
                  (trace.replace(b'  "story"', b'"story"'), ["the layout differs"])]
