@@ -404,7 +404,7 @@ def raised(error):
     said = f"{type(error).__name__}: {error}"
     frames = traceback.extract_tb(error.__traceback__)
     in_model = [f for f in frames if Path(f.filename).name.startswith("model.py")]
-    if in_model:
-        named = [f.name for f in in_model if not f.name.startswith("<")]  # not a <listcomp>
-        said += f" (model.py line {in_model[-1].lineno}, in {named[-1]})"
+    named = [f for f in in_model if not f.name.startswith("<")]     # not a <listcomp>
+    if named:
+        said += f" (model.py line {in_model[-1].lineno}, in {named[-1].name})"
     return said
