@@ -4,7 +4,6 @@ their token IDs, or write nothing and say why (tools/README.md says how). From t
     python3 tools/make_corpus.py --check    exit 1 unless they are what this program writes
 """
 import argparse
-import heapq
 import json
 import os
 import random
@@ -243,40 +242,32 @@ def assemble(generated, extra):
 
 
 def learn_merges_fast(text, vocab_size):
-    """bpe.learn_merges's result, faster: a merge recounts only the chunks that hold its pair,
-    and a heap keeps the pairs in bpe.best_pair's order, so no merge looks at them all."""
+    """bpe.learn_merges's result, faster: a merge recounts only the chunks that hold its pair."""
     bpe.check_size(text, vocab_size)
     vocab, words, weights = bpe.start_training(text)
-    pair_counts = {}    # pair -> its count
-    holders = {}        # pair -> the chunks that hold it, as a dict's keys: a set in order
+    pair_counts = {}    # pair -> its count; a pair gone from every chunk stays, at 0
+    holders = {}        # pair -> the chunks that hold it (or held it)
     for w, ids in enumerate(words):
         bpe.count_pairs(ids, pair_counts, weights[w])
         for pair in zip(ids, ids[1:]):
-            holders.setdefault(pair, {})[w] = None
-    heap = sorted((-count, pair) for pair, count in pair_counts.items())   # sorted: a heap
+            holders.setdefault(pair, set()).add(w)
     merges = []
     counts = []
     while len(vocab) < vocab_size:
-        while heap and pair_counts.get(heap[0][1]) != -heap[0][0]:
-            heapq.heappop(heap)        # an entry left from before its pair's count changed
-        bpe.check_counts(heap, vocab_size)
-        pair = heap[0][1]   # the smallest (-count, pair): best_pair's choice, its tie rule too
-        new_id = len(vocab)
-        vocab.append(vocab[pair[0]] + vocab[pair[1]])
+        top = max(pair_counts.values(), default=0)
+        bpe.check_counts(top, vocab_size)        # 0: no pair left
+        # bpe.best_pair's choice, its tie rule too: the smallest of the most frequent
+        pair = min(p for p, count in pair_counts.items() if count == top)
         merges.append(pair)
-        counts.append(pair_counts[pair])
-        changed = {}        # pair -> how its count changes
+        counts.append(top)
         for w in holders.pop(pair):
-            new = bpe.merge(words[w], pair, new_id)
-            bpe.count_pairs(words[w], changed, -weights[w])     # this chunk's pairs out ...
-            bpe.count_pairs(new, changed, weights[w])           # ... and back in, merged
+            new = bpe.merge(words[w], pair, len(vocab))
+            bpe.count_pairs(words[w], pair_counts, -weights[w])   # its pairs out ...
+            bpe.count_pairs(new, pair_counts, weights[w])         # ... and in, merged
             for p in zip(new, new[1:]):
-                holders.setdefault(p, {})[w] = None
+                holders.setdefault(p, set()).add(w)
             words[w] = new
-        for p, change in changed.items():
-            pair_counts[p] = pair_counts.get(p, 0) + change
-            if change and pair_counts[p]:     # a pair gone from every chunk stays at 0, unheaped
-                heapq.heappush(heap, (-pair_counts[p], p))
+        vocab.append(vocab[pair[0]] + vocab[pair[1]])
     return vocab, merges, counts
 
 
