@@ -43,16 +43,10 @@ class FileTests(unittest.TestCase):
             ({"corpus_txt": FIRST + b" mia has a red hat." * 6 + CORPUS[len(FIRST):]},
              trace_block.main, [], ["corpus.txt line 1, the first story, is", "from 2 to 65"]),
             ({"corpus_txt": b"Mia" + CORPUS[3:]}, trace_block.main, [],
-             ["corpus.txt line 1, the first story,: character 'M'", "python3 bpe.py --check"]),
-            ({"block_trace_json": None}, trace_block.main, ["--check"],
-             ["block-trace.json is missing. Run: python3 trace_block.py --write"])]
-        for files, main, args, parts in cases:
+             ["corpus.txt line 1, the first story,: character 'M'", "python3 bpe.py --check"])]
+        for files, main, args, parts in cases:      # block-trace.json missing: test_trace
             with self.subTest(files=str(files)[:60], args=args), lab_copy(**files):
-                if "block_trace_json" in files:     # not about the figures: no need to compute
-                    with the_recorded_trace():
-                        self.assert_one_line(*run_main(main, *args), *parts)
-                else:
-                    self.assert_one_line(*run_main(main, *args), *parts)
+                self.assert_one_line(*run_main(main, *args), *parts)
 
     def test_a_tokenizer_that_does_not_fit_the_trace_s_sentences_is_one_line(self):
         without_w = bpe.Tokenizer.train(FIRST.decode().replace("w", "") + "\n", 40)
