@@ -129,11 +129,12 @@ class ExactSumTests(unittest.TestCase):
         self.assertEqual(got[0][0][0], ROUNDED_ONCE / 2 ** 26)
 
     def attention_and_its_backward(self):
-        # q = 2**52 x and k = x: q_2 · k_0 is 2**52 + 2**-2 + 2**-2 + 2**-60, a trap, and
+        # q = 2**52 x and k = x: q_2 · k_0 is 2**52 + 2**-2 + 2**-2 + 2**-68, a trap, and
         # d_mixed_2 · v_0 too; then random inputs, where d_x's three parts added as + are off
         p = {"Wq": [[2.0 ** 52 * v for v in row] for row in I4], "Wk": I4, "Wv": I4, "Wo": I4}
         trap_row = [1.0, 2.0 ** -27, 2.0 ** -27, 2.0 ** -60]
         x = [trap_row, [1.0, 0.0, 0.0, 0.0], trap_row]
+        self.assertEqual(dot([2.0 ** 52 * v for v in trap_row], trap_row), 2.0 ** 52 + 1)
         d_out = [[1.0, 0.5, 0.25, 2.0], [0.5, 1.0, 1.0, 0.5], [2.0 ** 52 * v for v in trap_row]]
         rng = random.Random(5)
         p_random = {n: [[rng.gauss(0, 1) for _ in range(4)] for _ in range(4)] for n in p}
@@ -179,7 +180,6 @@ class ExactSumTests(unittest.TestCase):
             self.assert_rounded_once("loss_and_dlogits", model.loss_and_dlogits(logits, targets),
                                      (exact(losses) / len(logits), d_logits))
 
-
     def the_embeddings_gradient(self):
         # a token at 4 positions; each step of backward before step 1 patched to hand rows
         # of TRAP down as they are (its own gradients: any of their shapes), so that
@@ -194,6 +194,7 @@ class ExactSumTests(unittest.TestCase):
                 attention_backward=lambda p, cache, d_out: (attention, [[0.0] * 4] * 4)):
             grads = model.backward(p, cache, logits)
         self.assert_rounded_once("backward", grads["tok_emb"][7], [2 * ROUNDED_ONCE] * 4)
+
 
 LARGE_SCORES = {   # what keeps each from failing on large scores
     "softmax": "subtract each row's maximum before exp",
