@@ -187,6 +187,8 @@ CACHES = {  # what each forward's cache must hold: what backward and the trace r
 
 def lacking(name, cache):
     """"name: its cache holds no 'key' ..." for the first entry CACHES asks of it, or None."""
+    if not isinstance(cache, dict):
+        return f"{name}: its second output is a {type(cache).__name__}, not the cache (a dict)"
     missing = [key for key in CACHES[name].split() if key not in cache]
     if missing:
         return f"{name}: its cache holds no {missing[0]!r}, and backward or the trace reads it"
@@ -222,6 +224,8 @@ def check_softmax(module):
             return f"softmax: row {i} is {row}: weights are at least 0 and sum to 1"
         if any(w != 0.0 for w, z in zip(row, scores[i]) if z == -math.inf):
             return f"softmax: row {i} is {row}: a score of -inf must weigh exactly 0"
+        if module.softmax([scores[i]])[0] != row:
+            return f"softmax: row {i} changes when it is alone: use its own maximum and total"
     return against_reference(module, "softmax")
 
 
@@ -290,6 +294,10 @@ def check_softmax_backward(module):
 def check_attention_backward(module):
     p, x, d_out = case("attention")
     grads, d_x = module.attention_backward(p, module.attention_forward(p, x)[1], d_out)
+    if not isinstance(grads, dict):
+        return f"attention_backward: its first output is a {type(grads).__name__}, not a dict"
+    if sorted(grads) != sorted(p):
+        return f"attention_backward: its gradients are named {sorted(grads)}, not {sorted(p)}"
 
     def f():
         return total(module.attention_forward(p, x)[0], d_out)

@@ -77,8 +77,9 @@ class ExactSumTests(unittest.TestCase):
 
     def assert_rounded_once(self, function, got, want):
         if got != want:
-            self.fail(f"{function}: a sum is not rounded once (use math.fsum): it gives "
-                      f"{got!r:.100}, not {want!r:.100}")
+            self.fail(f"{function}: a sum is not rounded once (use math.fsum), or a step "
+                      f"rounds otherwise than the lesson's formula (x * (1 / s) for x / s): it "
+                      f"gives {got!r:.100}, not {want!r:.100}")
 
     def the_list_helpers(self):
         self.assertEqual(exact(TRAP), ROUNDED_ONCE)
@@ -97,9 +98,15 @@ class ExactSumTests(unittest.TestCase):
         self.assertEqual(exact(e), ROUNDED_ONCE)
         self.assert_rounded_once("softmax", model.softmax([[0.0, -X1, -X2]]),
                                  [[v / ROUNDED_ONCE for v in e]])
+        # weights of powers of 2 whose products make a trap; then weights of no power of 2
         w, d_w = [0.5, 0.25, 0.125, 0.125], [2.0, 2.0 ** -52, 2.0 ** -51, 2.0 ** -103]
-        self.assert_rounded_once("softmax_backward", model.softmax_backward([w], [d_w]),
-                                 [[wj * (dj - ROUNDED_ONCE) for wj, dj in zip(w, d_w)]])
+        rng = random.Random(3)
+        w2, d_w2 = [[rng.random() for _ in range(4)] for _ in range(2)]
+        want = [[wj * (dj - dot(w, d_w)) for wj, dj in zip(w, d_w)] for w, d_w in
+                ((w, d_w), (w2, d_w2))]
+        self.assertEqual(dot(w, d_w), ROUNDED_ONCE)
+        self.assert_rounded_once("softmax_backward",
+                                 model.softmax_backward([w, w2], [d_w, d_w2]), want)
 
     def layer_norm(self):
         # row 0 sums to a trap (the mean); row 1 has mean 0 and squares that make a trap
