@@ -237,7 +237,7 @@ def read_corpus(path=None):
     if "\r" in text:
         line = text.count("\n", 0, text.index("\r")) + 1
         raise FileProblem(f"{name} line {line} ends with \\r\\n (Windows line ends); "
-                          f"the lab's files use \\n")
+                          f"the lab's files use \\n: save it with LF line ends")
     if "\n" not in text:
         raise FileProblem(f"{name} line 1 does not end with a newline")
     return text
@@ -302,15 +302,16 @@ def write():
 
 
 def run_reporting_problems(action, errors="backslashreplace"):
-    """Run action() and return its exit code: a file of the lab's that cannot be used is one line
-    on standard error, exit 1; a reader that stops early (| head) ends it quietly."""
+    """Run action() and return its exit code: a file of the lab's that cannot be used, or a
+    function tools/exercise.py blanked, is one line on standard error, exit 1; a reader that
+    stops early (| head) ends it quietly."""
     if hasattr(sys.stdout, "reconfigure"):      # a test's StringIO has none
         sys.stdout.reconfigure(errors=errors)   # how it prints a letter its encoding lacks
     try:
         code = action()
         sys.stdout.flush()          # a reader gone shows here, not at exit
         return code
-    except FileProblem as problem:
+    except (FileProblem, NotImplementedError) as problem:
         return report(str(problem))
     except FileNotFoundError as error:
         remake = REMAKE.get(os.path.basename(error.filename), "")

@@ -31,6 +31,7 @@ ORDER_A = "now mia gives the hat to leo."       # the order experiment: the same
 ORDER_B = "now leo gives the hat to mia."       # the two names swapped
 GRADIENT_SENTENCE = "mia has a red ball."
 STEP = 1e-6                                     # the nudge of the central differences
+CHECKED = {}                                    # small_copy_check's reports
 
 
 ################ The trace
@@ -152,9 +153,6 @@ def small_copy_check(vocab, ids):
     return CHECKED[key]
 
 
-CHECKED = {}        # small_copy_check's reports
-
-
 def flatten(tensor):
     """The numbers of a vector, or of a matrix row by row."""
     if isinstance(tensor[0], (list, tuple)):
@@ -186,7 +184,7 @@ def last_logits_gap(p, tok, use_positions):
 AFTER_A_CHANGE = """\
 A function you wrote, a break-it or a slip moved them? python3 -m unittest -v
 test_model.py names the function; python3 tools/exercise.py --restore undoes it.
-Only after a deliberate change to the lab: python3 trace_block.py --write"""
+Changed the math or the corpus on purpose? Then: python3 trace_block.py --write"""
 QUESTION = """\
 The order experiment: "{a}" and "{b}" hold the same
 tokens in another order. Before you look, predict: at which positions do their scores
@@ -389,7 +387,11 @@ def main(argv=None):
 def run(args):
     """Do what the parsed command line asks; return the exit code."""
     if args.write:
-        bpe.write_texts({TRACE_FILE: to_json(trace())})
+        figures = trace()
+        if figures["gradient_check"]["max_error_rounded"] != 0.0:     # a broken model
+            return bpe.report(f"{TRACE_FILE.name} is left as it is: the gradient check fails; "
+                              f"python3 -m unittest -v test_model.py names the function")
+        bpe.write_texts({TRACE_FILE: to_json(figures)})
         print(f"wrote {TRACE_FILE.name}")
     elif args.check:
         ok, message = check()
@@ -426,8 +428,7 @@ def check_sentences(tok):
     if lengths[0] != lengths[1] or lengths[2] > most:
         raise FileProblem(f"{TOKENIZER_FILE.name} gives the order sentences {lengths[:2]} "
                           f"tokens (equal needed), {GRADIENT_SENTENCE!r} {lengths[2]} ({most} "
-                          f"at most): is corpus.txt what tools/make_corpus.py writes (its "
-                          f"--check)?")
+                          f"at most): does python3 tools/make_corpus.py --check pass?")
     return tok
 
 
@@ -440,9 +441,8 @@ def encode_story(tok, story, where):
                           f"tokenizer.json with corpus.txt)") from None
     most = SERIES["max_len"] + 1        # the model reads all the story but its last token
     if not 2 <= len(ids) <= most:
-        noun = "token" if len(ids) == 1 else "tokens"
-        raise FileProblem(f"{where} is {len(ids)} {noun}; the trace reads all but the last, "
-                          f"so it needs from 2 to {most}")
+        raise FileProblem(f"{where} holds {len(ids)} of the tokenizer's tokens; the trace "
+                          f"reads all but the last, so it needs from 2 to {most}")
     return ids
 
 

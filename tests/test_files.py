@@ -37,11 +37,11 @@ class FileTests(unittest.TestCase):
             ({"corpus_txt": b"mia \xe9\n"}, bpe.main, [], ["corpus.txt is not UTF-8 text"]),
             ({"corpus_txt": b"\xef\xbb\xbf" + CORPUS}, trace_block.main, [], ["byte-order mark"]),
             ({"corpus_txt": CORPUS.replace(b"\n", b"\r\n")}, bpe.main, ["--check"],
-             ["corpus.txt line 1 ends with \\r\\n"]),
+             ["corpus.txt line 1 ends with \\r\\n", "save it with LF line ends"]),
             ({"corpus_txt": None}, bpe.main, ["--write"], ["corpus.txt: no such file"]),
             ({"corpus_txt": b"mia has a hat.\n"}, bpe.main, ["--write"], ["no pair left to merge"]),
             ({"corpus_txt": FIRST + b" mia has a red hat." * 6 + CORPUS[len(FIRST):]},
-             trace_block.main, [], ["corpus.txt line 1, the first story, is", "from 2 to 65"]),
+             trace_block.main, [], ["corpus.txt line 1, the first story, holds", "from 2 to 65"]),
             ({"corpus_txt": b"Mia" + CORPUS[3:]}, trace_block.main, [],
              ["corpus.txt line 1, the first story,: character 'M'", "python3 bpe.py --check"])]
         for files, main, args, parts in cases:      # block-trace.json missing: test_trace
@@ -53,7 +53,8 @@ class FileTests(unittest.TestCase):
         seventy = bpe.Tokenizer.train(bpe.read_corpus(), 70)    # more tokens to a sentence
         for tok, words in ((without_w, ["tokenizer.json cannot encode the trace's sentences",
                                         "python3 bpe.py --write"]),
-                           (seventy, ["'mia has a red ball.'", "(9 at most)", "(its --check)"])):
+                           (seventy, ["'mia has a red ball.'", "(9 at most)",
+                                      "make_corpus.py --check pass?"])):
             with self.subTest(vocab=len(tok.vocab)), lab_copy(tokenizer_json=tok.to_json().encode()):
                 self.assert_one_line(*run_main(trace_block.main, "--show"), *words)
 

@@ -22,7 +22,7 @@ import model
 import test_model
 import trace_block
 import tests.test_math as math_tests
-from tests import LAB, diagnosis
+from tests import LAB, diagnosis, run_main
 
 # the original model.py: tools/exercise.py's kept copy, once a learner has begun to write it
 KEPT = LAB / ".exercise" / "model.py"
@@ -63,10 +63,10 @@ def run_with(module, tests):
 
 
 def first_line(result):
-    """The first line of the message of the result's first failure, or None."""
+    """The first line of the message of the result's first failure."""
     failed = result.failures + result.errors
     if not failed:
-        return None
+        return "(no test failed)"
     text = failed[0][1]         # a traceback, then the exception's own message
     start = text.index("\n", text.rindex("Traceback (most recent call last):"))
     message = next(line for line in text[start:].splitlines()[1:] if line[:1] != " ")
@@ -229,12 +229,10 @@ class LearnerMistakes(unittest.TestCase):
 
     def test_each_function_blanked_and_put_back_with_tools_exercise_py(self):
         """In a scratch folder, tools/exercise.py blanks each lesson function in turn: the
-        twelve's first failure names it and at most four fail; --restore NAME puts it back;
-        --restore asks before it puts an original over a function written since, and then
-        model.py is back byte for byte."""
-        spec = importlib.util.spec_from_file_location("exercise", LAB / "tools" / "exercise.py")
-        exercise = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(exercise)
+        twelve's first failure names it and at most four fail, trace_block.py says in one line
+        that it is to write; --restore NAME puts it back; --restore asks before it puts an
+        original over a function written since, and then model.py is back byte for byte."""
+        exercise = exercise_program()
         with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
             model_py = Path(tmp, "model.py")
             model_py.write_text(SOURCE, "utf-8")
@@ -244,9 +242,13 @@ class LearnerMistakes(unittest.TestCase):
                 for name in exercise.FORMULAS:
                     with self.subTest(function=name):
                         self.assertEqual(exercise.blank(name), 0)
-                        result = run_with(module_of(model_py.read_text("utf-8")), TWELVE)
+                        module = module_of(model_py.read_text("utf-8"))
+                        result = run_with(module, TWELVE)
                         self.assertTrue(first_line(result).startswith(name), first_line(result))
                         self.assertLessEqual(len(result.failures + result.errors), 4)
+                        with mock.patch.object(trace_block, "model", module):
+                            code, _, err = run_main(trace_block.main)   # one line, no traceback
+                        self.assertTrue(code == 1 and err.startswith(f"{name} is yours"), err)
                         self.assertEqual(exercise.restore(name), 0)
                         self.assertEqual(model_py.read_text("utf-8"), SOURCE)
                 exercise.blank("softmax")
@@ -259,10 +261,20 @@ class LearnerMistakes(unittest.TestCase):
                 self.assertEqual(exercise.restore(None, ask=lambda question: "y"), 0)
                 self.assertEqual(model_py.read_text("utf-8"), SOURCE)
 
+    def test_tools_exercise_py_lists_the_functions_and_refuses_another_name_in_one_line(self):
+        exercise = exercise_program()
+        code, out, _ = run_main(exercise.main)
+        self.assertEqual(code, 0)
+        self.assertEqual([line.split()[0] for line in out.splitlines()[1:]],
+                         list(exercise.FORMULAS))
+        code, out, err = run_main(exercise.main, "layernorm")
+        self.assertEqual((code, out, len(err.splitlines())), (1, "", 1))
+        self.assertIn("'layernorm' is not a lesson function; these are: layernorm_forward", err)
+
     def test_the_lab_s_own_tests_catch_what_the_lesson_does_not_claim(self):
         for what, edit, tests, said in CAUGHT_BY_THE_LAB:
             with self.subTest(mistake=what):
-                message = first_line(run_with(planted(edit), tests)) or ""
+                message = first_line(run_with(planted(edit), tests))
                 self.assertTrue(message.startswith(said), message)
 
     def test_every_sum_not_rounded_once_is_named_with_its_function_and_math_fsum(self):
@@ -281,9 +293,17 @@ class LearnerMistakes(unittest.TestCase):
                 with self.subTest(function=function, sum=summing.__name__):
                     module = planted((at, "fsum", "planted_sum"))
                     module.planted_sum = summing     # a name the copy's edited function reads
-                    message = first_line(run_with(module, EXACT_SUMS)) or ""
+                    message = first_line(run_with(module, EXACT_SUMS))
                     self.assertTrue(message.startswith(f"{function}: a sum is not rounded "
                                                        f"once (use math.fsum)"), message)
+
+
+def exercise_program():
+    """tools/exercise.py, as a module."""
+    spec = importlib.util.spec_from_file_location("exercise", LAB / "tools" / "exercise.py")
+    exercise = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(exercise)
+    return exercise
 
 
 def fsum_calls():

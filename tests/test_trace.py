@@ -77,7 +77,7 @@ class CommandLineTests(unittest.TestCase):
         cases = [(trace_block.to_json(stale).encode(), [
                      "initial_loss: 4.0 -> 4.5805",
                      "order_test.gaps_by_position_without_positions[8]: 0.5 -> 0.0",
-                     "deliberate change to the lab: python3 trace_block.py --write",
+                     "on purpose? Then: python3 trace_block.py --write",
                      "test_model.py names the function"]),
                  (trace.replace(b"\n", b"\r\n"), ["its line ends are \\r\\n (Windows)"]),
                  (b"{ not json", ["the file is not plain JSON"]),
@@ -106,6 +106,16 @@ class CommandLineTests(unittest.TestCase):
             self.assertEqual((folder / "block-trace.json").read_bytes(),
                              (LAB / "block-trace.json").read_bytes())
             self.assertEqual(run_main(trace_block.main, "--check")[0], 0)
+
+    def test_write_leaves_the_file_when_the_gradient_check_fails(self):
+        from tests.test_mistakes import planted
+        broken = planted(("x1 = add(x0, a)", "x1 = a"))     # README's break-it 3
+        with lab_copy() as folder, mock.patch.object(trace_block, "model", broken):
+            code, _, err = run_main(trace_block.main, "--write")
+            self.assertEqual((folder / "block-trace.json").read_bytes(),
+                             (LAB / "block-trace.json").read_bytes())
+        self.assertEqual(code, 1)
+        self.assertIn("block-trace.json is left as it is: the gradient check fails", err)
 
     def test_help_names_every_flag_a_wrong_one_exits_2_and_the_tools_run_nothing(self):
         code, out, _ = run_main(trace_block.main, "--help")

@@ -103,13 +103,15 @@ def blank(name):
 def restore(name, ask=input):
     """Put back one function's original, or the kept model.py; ask before undoing a rewrite."""
     if not os.path.exists(KEPT):
-        return bpe.report("no model.py is kept: tools/exercise.py keeps one when it blanks a "
-                          "function, or on --keep")
+        return bpe.report("no model.py is kept, so there is nothing to put back: "
+                          "tools/exercise.py keeps one when it blanks a function, or on "
+                          "--keep (without one, git checkout model.py gives the lab's)")
     kept, source = bpe.read_text(KEPT), bpe.read_text(MODEL)
     for written in written_since(source, kept, [name] if name else read_blanked()):
         try:
             answer = ask(f"{written}: put the original back over it? [y/N] ")
         except EOFError:            # no one to answer: the answer is no
+            print()
             answer = ""
         if answer.strip().lower() not in ("y", "yes"):
             print("model.py is unchanged")
@@ -138,14 +140,16 @@ def written_since(source, kept, names):
     return written
 
 
-def show():                           # the functions it can blank, and their state
+def show():
+    """The functions it can blank, each with its state, and how to blank one."""
     source = bpe.read_text(MODEL)
+    print("The lesson functions; python3 tools/exercise.py NAME blanks one:")
     for name in FORMULAS:
         node, text = functions(source)[name]
         state = "blank" if text == stub(node, text) else ""
         if not state and name in read_blanked():
             state = "written since it was blanked"
-        print(f"  {name:20} {state}")
+        print(f"  {name:20} {state}".rstrip())
     return 0
 
 
