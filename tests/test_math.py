@@ -375,5 +375,5 @@ class Refusals(unittest.TestCase):
              r"b has shape \(1, 1\), but it must be \(n, k\) with k = 2, as in a"),
             ("linear: a bias of 3", lambda: model.linear([[1.0, 2.0]], I2, [0.5] * 3), ValueError,
              r"b has shape \(3,\)"),
-            ("the story is 0 tokens", lambda: trace_block.trace(tokenizer(), ""), ValueError,
-             "the story is 0 tokens")])
+            ("the story holds 0 tokens", lambda: trace_block.trace(tokenizer(), ""), ValueError,
+             "the story holds 0 of the tokenizer.s tokens")])
