@@ -103,15 +103,17 @@ def apart(found, expected, where, close, said):
     """Where found first differs from expected (numbers, or lists of them) as close(found,
     expected) judges, in words: "{where} is {found}, {said} {expected}"; or None."""
     if isinstance(expected, list):
-        if not isinstance(found, (list, tuple)) or len(found) != len(expected):
-            return f"{where} is {found!r:.50}, not {len(expected)} entries"
+        if not isinstance(found, (list, tuple)):
+            return f"{where} is {found!r:.50}, not a list of {len(expected)}"
+        if len(found) != len(expected):
+            return f"{where} has {len(found)} entries, not {len(expected)}"
         for n, pair in enumerate(zip(found, expected)):
             message = apart(*pair, f"{where}[{n}]", close, said)
             if message:
                 return message
         return None
     if not isinstance(found, (int, float)):
-        return f"{where} is {found!r:.50}, not a number"
+        return f"{where} is a {type(found).__name__}, not a number"
     if close(found, expected):
         return None
     if f"{found:.6g}" == f"{expected:.6g}":     # all the digits, to show them apart
@@ -260,6 +262,8 @@ def check_loss_and_dlogits(module):
     if moved:
         return moved
     _, d_logits = module.loss_and_dlogits(logits, targets)
+    if logits != case("loss")[0]:
+        return "loss_and_dlogits changed its input logits in place: make new lists"
 
     def loss():
         return module.loss_and_dlogits(logits, targets)[0]
@@ -270,9 +274,12 @@ def check_loss_and_dlogits(module):
 
 def check_layernorm_backward(module):
     x, g, b, dy = case("layer norm")
-    d_x, d_g, d_b = module.layernorm_backward(dy, g, module.layernorm_forward(x, g, b)[1])
+    _, cache = module.layernorm_forward(x, g, b)
+    d_x, d_g, d_b = module.layernorm_backward(dy, g, cache)
     if dy != case("layer norm")[3]:
         return "layernorm_backward changed its input dy in place: make new lists"
+    if cache != module.layernorm_forward(x, g, b)[1]:
+        return "layernorm_backward changed the cache in place: make new lists"
 
     def f():
         return total(module.layernorm_forward(x, g, b)[0], dy)
@@ -381,6 +388,9 @@ def check_backward(module):
 
 ################ The verdict
 
+LESSON = ["layernorm_forward", "layernorm_backward", "softmax", "softmax_backward",
+          "attention_forward", "attention_backward", "forward", "loss_and_dlogits", "backward"]
+
 CHECKS = {"init_params": lambda module: against_reference(module, "init_params"),
           "layernorm_forward": check_layernorm_forward, "softmax": check_softmax,
           "attention_forward": check_attention_forward,
@@ -407,12 +417,18 @@ def first_wrong(module=model, names=None):
 
 
 def raised(error):
-    """The error in one line, with the line of model.py that raised it, if one did:
+    """The error in one line, with the line of the last lesson function in model.py that it
+    went through, if it went through one (not the helper that this line called):
     "IndexError: list index out of range (model.py line 312, in forward)"."""
     said = f"{type(error).__name__}: {error}"
-    frames = traceback.extract_tb(error.__traceback__)
-    in_model = [f for f in frames if Path(f.filename).name.startswith("model.py")]
-    named = [f for f in in_model if not f.name.startswith("<")]     # not a <listcomp>
-    if named:
-        said += f" (model.py line {in_model[-1].lineno}, in {named[-1].name})"
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if Path(f.filename).name.startswith("model.py")]
+    lesson = [n for n, f in enumerate(frames) if f.name in LESSON]
+    if lesson:
+        line = frames[lesson[-1]]
+        for inner in frames[lesson[-1] + 1:]:
+            if not inner.name.startswith("<"):      # a helper, not a comprehension within
+                break
+            line = inner
+        said += f" (model.py line {line.lineno}, in {frames[lesson[-1]].name})"
     return said
