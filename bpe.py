@@ -4,8 +4,7 @@ Training numbers a text's characters 0..A-1 by code point (the base alphabet), t
 most frequent pair of neighbouring tokens into a new token until the vocabulary has the size asked
 for, never across two chunks (" hat", ".", "\n"). Encoding applies the merges in the order learned.
 
-But: no bytes (a character the corpus never used is refused), no special tokens. Only what
-learners and teachers meet is checked; a closed or full stdout, or Ctrl-C, ends in a traceback.
+But: no bytes (a character the corpus never used is refused), no special tokens.
 
 Run:
     python3 bpe.py            the merges it learns from corpus.txt, two sentences in tokens

@@ -79,7 +79,7 @@ def load_tokenizer():
     """The lab's trained tokenizer, tokenizer.json beside this file."""
     try:
         tok = Tokenizer.load(TOKENIZER_FILE)
-    except ValueError as problem:       # the file is there, but not a tokenizer
+    except (OSError, ValueError) as problem:    # missing, or not a tokenizer
         raise FileProblem(f"{problem}. Run: python3 bpe.py --write") from None
     return check_sentences(tok)
 
@@ -231,12 +231,12 @@ def check(path=None, figures=None):
     if data == fresh.encode("utf-8"):
         return True, f"{path.name} is up to date."
     if b"\r\n" in data:
-        lines = ["its line ends are \\r\\n (Windows); the trace is written with \\n"]
-    else:
-        try:
-            lines = differences(bpe.read_json(path), json.loads(fresh))
-        except FileProblem as problem:
-            lines = [str(problem).replace(str(path), "the file")]
+        return False, (f"{path.name} has \\r\\n (Windows) line ends; the lab's files use "
+                       f"\\n: save it with LF line ends")
+    try:
+        lines = differences(bpe.read_json(path), json.loads(fresh))
+    except FileProblem as problem:
+        lines = [str(problem).replace(str(path), "the file")]
     if not lines:
         lines = ["the figures agree, but the layout differs"]
     text = "\n".join([f"{path.name} is out of date:"] + ["  " + line for line in lines])

@@ -9,6 +9,8 @@ import unittest
 from unittest import mock
 
 import bpe
+import model
+import test_model
 import trace_block
 from tests import LAB, lab_copy, run_main, the_recorded_trace
 
@@ -31,7 +33,7 @@ class FileTests(unittest.TestCase):
             ({"tokenizer_json": b""}, trace_block.main, [], ["tokenizer.json is empty"]),
             ({"tokenizer_json": b"\xff\xfe"}, trace_block.main, [], ["not UTF-8 text"]),
             ({"tokenizer_json": None}, trace_block.main, ["--write"],
-             ["tokenizer.json: no such file", "python3 bpe.py --write"]),
+             ["No such file", "tokenizer.json'. Run: python3 bpe.py --write"]),
             ({"corpus_txt": b""}, trace_block.main, [], ["corpus.txt is empty"]),
             ({"corpus_txt": FIRST}, bpe.main, ["--write"], ["line 1 does not end with a newline"]),
             ({"corpus_txt": b"mia \xe9\n"}, bpe.main, [], ["corpus.txt is not UTF-8 text"]),
@@ -47,6 +49,16 @@ class FileTests(unittest.TestCase):
         for files, main, args, parts in cases:      # block-trace.json missing: test_trace
             with self.subTest(files=str(files)[:60], args=args), lab_copy(**files):
                 self.assert_one_line(*run_main(main, *args), *parts)
+
+    def test_the_twelve_s_first_line_names_the_lab_file_not_a_lesson_function(self):
+        from tests.test_mistakes import first_line, run_with
+        test_1 = [(test_model.Recorded, "test_recorded_trace")]
+        for files, said in (({"tokenizer_json": None}, "FileProblem: [Errno 2] No such file"),
+                            ({"corpus_txt": CORPUS.replace(b"\n", b"\r\n")},
+                             "FileProblem: corpus.txt line 1 ends with \\r\\n")):
+            with self.subTest(said=said), lab_copy(**files):
+                message = first_line(run_with(model, test_1))
+                self.assertTrue(message.startswith(said), message)
 
     def test_a_tokenizer_that_does_not_fit_the_trace_s_sentences_is_one_line(self):
         without_w = bpe.Tokenizer.train(FIRST.decode().replace("w", "") + "\n", 40)

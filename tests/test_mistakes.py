@@ -24,7 +24,7 @@ import trace_block
 import tests.test_math as math_tests
 from tests import LAB, diagnosis, run_main
 
-# the original model.py: tools/exercise.py's kept copy, once a learner has begun to write it
+# the original model.py: tools/exercise.py's kept copy, while a learner writes a function
 KEPT = LAB / ".exercise" / "model.py"
 SOURCE = (KEPT if KEPT.exists() else LAB / "model.py").read_text(encoding="utf-8")
 TWELVE = test_model.TWELVE
@@ -266,6 +266,7 @@ class LearnerMistakes(unittest.TestCase):
                 self.assertEqual(model_py.read_text("utf-8"), written)
                 self.assertEqual(exercise.restore(None, ask=lambda question: "y"), 0)
                 self.assertEqual(model_py.read_text("utf-8"), SOURCE)
+                self.assertFalse(Path(tmp, ".exercise").exists())   # a later blank keeps anew
 
     def test_tools_exercise_py_lists_the_functions_and_refuses_another_name_in_one_line(self):
         exercise = exercise_program()

@@ -30,7 +30,10 @@ class ReadmeTests(unittest.TestCase):
         for command, excerpt in excerpts:
             with self.subTest(command=command):
                 lines = prints[command].splitlines()
-                self.assertEqual([line for line in excerpt.splitlines() if line not in lines], [])
+                stale = [line for line in excerpt.splitlines() if line not in lines]
+                if stale:
+                    self.fail(f"README.md's output of {command} holds {stale[0]!r}, which it "
+                              f"no longer prints; it prints:\n{prints[command]}")
 
     def test_its_figures_are_the_lab_s(self):
         t = recorded()
@@ -40,6 +43,8 @@ class ReadmeTests(unittest.TestCase):
         for phrase in (f"{t['story_tokens']} story tokens, T = {t['shapes']['x0'][0]}",
                        f"Initial loss {t['initial_loss']}, against ln 96 = {t['uniform_loss']}",
                        f"variance {t['layernorm_row0']['variance']}",
+                       f"ε = {model.EPS:g} is not negligible: v / (v + ε) = "
+                       f"{t['layernorm_row0']['variance']}".replace("e-0", "e-"),
                        f"**{t['parameter_count']:,}**", f"{model.count_params(diagnosis.tiny()):,}",
                        f"gap is {t['order_test']['last_logit_gap_with_positions']}",
                        f"({statistics.pvariance(row0):.5f}, two gauss(0, 0.02) rows added)",

@@ -75,11 +75,11 @@ class CommandLineTests(unittest.TestCase):
         stale["order_test"]["gaps_by_position_without_positions"][8] = 0.5
         trace = (LAB / "block-trace.json").read_bytes()
         cases = [(trace_block.to_json(stale).encode(), [
-                     "initial_loss: 4.0 -> 4.5805",
+                     f"initial_loss: 4.0 -> {recorded()['initial_loss']}",
                      "order_test.gaps_by_position_without_positions[8]: 0.5 -> 0.0",
                      "on purpose? Then: python3 trace_block.py --write",
                      "test_model.py names the function"]),
-                 (trace.replace(b"\n", b"\r\n"), ["its line ends are \\r\\n (Windows)"]),
+                 (trace.replace(b"\n", b"\r\n"), ["has \\r\\n (Windows) line ends", "save it with LF"]),
                  (b"{ not json", ["the file is not plain JSON"]),
                  (trace.replace(b'  "story"', b'"story"'), ["the layout differs"])]
         with the_recorded_trace():

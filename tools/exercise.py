@@ -7,13 +7,14 @@
     python3 tools/exercise.py --restore             put model.py back as it was kept
 
 A stub keeps the signature, docstring and input check, and raises with the lesson's formula.
-The original model.py is kept in .exercise/ (git ignores it); --restore asks before it undoes
-a function you have written since it was blanked.
+model.py is kept in .exercise/ (git ignores it) until --restore puts it back, asking first if
+you have written a blanked function since.
 """
 import argparse
 import ast
 import functools
 import os
+import shutil
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -38,8 +39,7 @@ FORMULAS = {
                           "softmax_backward; d_q, d_k (÷ √d); d_W..., d_x = Σ d_·W_ᵀ",
     "forward": "x0 = tok_emb[ids] + pos_emb[0:T]; x1 = x0 + Attention(LN1(x0)); x2 = x1 + "
                "MLP(LN2(x1)); logits = LNF(x2) · W_out + b_out; the cache keeps ids, "
-               "use_positions and each step's output: x0, ln1, h1, att, x1, ln2, h2, pre, act, "
-               "x2, lnf, hf",
+               "use_positions, x0, ln1, h1, att, x1, ln2, h2, pre, act, x2, lnf, hf",
     "loss_and_dlogits": "the mean of -log softmax(row)[target]; d_logits = (softmax - one-hot) / T",
     "backward": "forward's steps 4 to 1 walked back; a skip path adds the two gradients"}
 
@@ -103,9 +103,8 @@ def blank(name):
 def restore(name, ask=input):
     """Put back one function's original, or the kept model.py; ask before undoing a rewrite."""
     if not os.path.exists(KEPT):
-        return bpe.report("no model.py is kept, so there is nothing to put back: "
-                          "tools/exercise.py keeps one when it blanks a function, or on "
-                          "--keep (without one, git checkout model.py gives the lab's)")
+        return bpe.report("no model.py is kept, so there is nothing to put back (git "
+                          "checkout model.py gives the lab's own)")
     kept, source = bpe.read_text(KEPT), bpe.read_text(MODEL)
     for written in written_since(source, kept, [name] if name else read_blanked()):
         try:
@@ -116,11 +115,13 @@ def restore(name, ask=input):
         if answer.strip().lower() not in ("y", "yes"):
             print("model.py is unchanged")
             return 1
-    restored, blanked = kept, []
-    if name is not None:
-        restored = replaced(source, name, functions(kept)[name][1])
+    if name is None:
+        bpe.write_texts({MODEL: kept})
+        shutil.rmtree(os.path.dirname(KEPT))    # the next blank or --keep keeps model.py anew
+    else:
         blanked = [n for n in read_blanked() if n != name]
-    bpe.write_texts({MODEL: restored, BLANKED: "".join(f"{n}\n" for n in blanked)})
+        bpe.write_texts({MODEL: replaced(source, name, functions(kept)[name][1]),
+                         BLANKED: "".join(f"{n}\n" for n in blanked)})
     print(f"put back {name or 'model.py as it was kept'}")
     return 0
 
