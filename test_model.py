@@ -9,7 +9,7 @@ import unittest
 
 import model
 import trace_block
-from tests.diagnosis import REPEATED, first_wrong, raised, tiny
+from tests.diagnosis import REPEATED, cause, first_wrong, raised, tiny
 from trace_block import SERIES, last_logits_gap, position_gaps
 
 TOLERANCE = 1e-7    # the gradient check's bound on |central difference - backward()|
@@ -194,7 +194,7 @@ def diagnosis(*names):
     return found or "No lesson function is off its own checks."
 
 
-FAILED = {}         # test name -> why it failed, in this run
+FAILED = {}         # test name -> what it failed on (a cause()), in this run
 
 
 def noting_failures(method):
@@ -209,10 +209,10 @@ def noting_failures(method):
             raise
         except Exception as error:          # the model raised: its own message is the finding
             why = raised(error)
-            earlier = [n for n, reason in FAILED.items() if reason == why]
+            earlier = [n for n, c in FAILED.items() if c == cause(error)]
             if earlier:
                 self.skipTest(f"{earlier[0]} failed on this already: {why}")
-            FAILED[method.__name__] = why
+            FAILED[method.__name__] = cause(error)
             if isinstance(error, (trace_block.FileProblem, OSError)):  # a lab file
                 raise self.failureException(why) from None
             raise self.failureException(f"{diagnosis()}\n\n{why}") from None

@@ -416,6 +416,12 @@ def first_wrong(module=model, names=None):
     return None
 
 
+def cause(error):
+    """An error's type and the line of model.py it came from, however its message is worded:
+    two errors with one cause (the same slip, met by two tests) share it."""
+    return type(error).__name__, raised(error).rpartition(" (model.py line")[2]
+
+
 def raised(error):
     """The error in one line, with the line of the last lesson function in model.py that it
     went through, if it went through one (not the helper that this line called):
