@@ -245,6 +245,13 @@ class LargeScoreTests(unittest.TestCase):
 
 class GradientTests(unittest.TestCase):
 
+    def test_each_lesson_function_passes_its_own_check(self):
+        """tests/diagnosis.py's checks, which also see what the twelve do not: an input or a
+        cache changed in place, a cache without an entry backward reads."""
+        found = diagnosis.first_wrong(model)
+        if found:
+            self.fail(found)
+
     def test_every_gradient_at_full_size_along_random_directions(self):
         """Each gradient against the loss's slope along a random direction through its tensor
         (diagnosis.off_along): the series model on the ball sentence, and a model as narrow as

@@ -206,9 +206,9 @@ class LearnerMistakes(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):    # a mistake planted on top of one already in model.py says nothing
-        found = diagnosis.first_wrong(model)
-        if found:
-            raise AssertionError(f"model.py itself fails the diagnosis: {found}")
+        if diagnosis.first_wrong(model):
+            raise unittest.SkipTest("model.py fails a lesson function's check (test_math "
+                                    "says which), so no mistake is planted on it")
 
     def test_the_diagnosis_names_each_mistake_s_function(self):
         for function, what, edit in MISTAKES:
