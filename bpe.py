@@ -5,6 +5,7 @@ most frequent pair of neighbouring tokens into a new token until the vocabulary 
 for, never across two chunks (" hat", ".", "\n"). Encoding applies the merges in the order learned.
 
 But: no bytes (a character the corpus never used is refused), no special tokens.
+Ctrl-C ends in a traceback; a file it was writing is left whole.
 
 Run:
     python3 bpe.py            the merges it learns from corpus.txt, two sentences in tokens

@@ -79,7 +79,7 @@ def load_tokenizer():
     """The lab's trained tokenizer, tokenizer.json beside this file."""
     try:
         tok = Tokenizer.load(TOKENIZER_FILE)
-    except (OSError, ValueError) as problem:    # missing, or not a tokenizer
+    except ValueError as problem:       # the file is there, but not a tokenizer
         raise FileProblem(f"{problem}. Run: python3 bpe.py --write") from None
     return check_sentences(tok)
 
@@ -408,7 +408,7 @@ def run(args):
         figures = trace()
         print("\n".join(summary(figures)))
         ok, message = check(figures=figures)
-        if not ok and TRACE_FILE.exists():
+        if " -> " in message:           # figures moved: --check lists them
             message = (f"{TRACE_FILE.name} holds other figures: python3 trace_block.py "
                        f"--check says which.")
         print(f"\n{message}\n\n{QUESTION.format(a=ORDER_A, b=ORDER_B)}")

@@ -101,7 +101,8 @@ def recorded(module=model):
 
 def apart(found, expected, where, close, said):
     """Where found first differs from expected (numbers, or lists of them) as close(found,
-    expected) judges, in words: "{where} is {found}, {said} {expected}"; or None."""
+    expected) judges, in words: "{where} is {found}, {said} {expected}", or what found is
+    instead of a number or a list of that length; or None."""
     if isinstance(expected, list):
         if not isinstance(found, (list, tuple)):
             return f"{where} is {found!r:.50}, not a list of {len(expected)}"
@@ -417,8 +418,8 @@ def first_wrong(module=model, names=None):
 
 
 def cause(error):
-    """An error's type and the line of model.py it came from, however its message is worded:
-    two errors with one cause (the same slip, met by two tests) share it."""
+    """An error's type and its place in model.py as raised() gives it (no place: its whole
+    message): two tests that meet one slip share it, however the message is worded."""
     return type(error).__name__, raised(error).rpartition(" (model.py line")[2]
 
 

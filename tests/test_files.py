@@ -33,7 +33,7 @@ class FileTests(unittest.TestCase):
             ({"tokenizer_json": b""}, trace_block.main, [], ["tokenizer.json is empty"]),
             ({"tokenizer_json": b"\xff\xfe"}, trace_block.main, [], ["not UTF-8 text"]),
             ({"tokenizer_json": None}, trace_block.main, ["--write"],
-             ["No such file", "tokenizer.json'. Run: python3 bpe.py --write"]),
+             ["tokenizer.json: no such file", "python3 bpe.py --write"]),
             ({"corpus_txt": b""}, trace_block.main, [], ["corpus.txt is empty"]),
             ({"corpus_txt": FIRST}, bpe.main, ["--write"], ["line 1 does not end with a newline"]),
             ({"corpus_txt": b"mia \xe9\n"}, bpe.main, [], ["corpus.txt is not UTF-8 text"]),
@@ -50,15 +50,18 @@ class FileTests(unittest.TestCase):
             with self.subTest(files=str(files)[:60], args=args), lab_copy(**files):
                 self.assert_one_line(*run_main(main, *args), *parts)
 
-    def test_the_twelve_s_first_line_names_the_lab_file_not_a_lesson_function(self):
+    def test_the_twelve_fail_once_and_first_name_the_lab_file_not_a_lesson_function(self):
         from tests.test_mistakes import first_line, run_with
-        test_1 = [(test_model.Recorded, "test_recorded_trace")]
-        for files, said in (({"tokenizer_json": None}, "FileProblem: [Errno 2] No such file"),
+        trace = (LAB / "block-trace.json").read_bytes()
+        for files, said in (({"tokenizer_json": None}, "FileNotFoundError: [Errno 2] No such"),
                             ({"corpus_txt": CORPUS.replace(b"\n", b"\r\n")},
-                             "FileProblem: corpus.txt line 1 ends with \\r\\n")):
+                             "FileProblem: corpus.txt line 1 ends with \\r\\n"),
+                            ({"block_trace_json": trace.replace(b"\n", b"\r\n")},
+                             "block-trace.json has \\r\\n (Windows) line ends")):
             with self.subTest(said=said), lab_copy(**files):
-                message = first_line(run_with(model, test_1))
-                self.assertTrue(message.startswith(said), message)
+                result = run_with(model, test_model.TWELVE)
+                self.assertTrue(first_line(result).startswith(said), first_line(result))
+                self.assertEqual(len(result.failures + result.errors), 1)
 
     def test_a_tokenizer_that_does_not_fit_the_trace_s_sentences_is_one_line(self):
         without_w = bpe.Tokenizer.train(FIRST.decode().replace("w", "") + "\n", 40)

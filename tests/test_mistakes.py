@@ -215,6 +215,8 @@ class LearnerMistakes(unittest.TestCase):
             with self.subTest(function=function, mistake=what):
                 found = diagnosis.first_wrong(planted(*edits_of(edit)))
                 self.assertTrue(found and found.startswith(function), found)
+                if "in place" in what:
+                    self.assertIn("in place", found)
 
     def test_the_twelve_s_first_failure_names_the_function(self):
         """The first mistake of each lesson function, the twelve run in order: the first line
@@ -227,6 +229,10 @@ class LearnerMistakes(unittest.TestCase):
                 result = run_with(planted(*edits_of(edit)), TWELVE)
                 self.assertTrue(first_line(result).startswith(function), first_line(result))
                 self.assertLessEqual(len(result.failures + result.errors), 4)
+
+    def test_one_slip_met_by_three_tests_fails_one_however_its_message_is_worded(self):
+        one_row = planted(("        d_logits.append(d_row)\n", "        d_logits = d_row\n"))
+        self.assertEqual(counted(one_row, TWELVE), (1, 2))      # the shapes in it differ
 
     def test_caches_without_the_entries_only_the_diagnosis_reads_pass(self):
         module = planted(('"x1": x1, ', ""), ('"x2": x2, ', ""), ('"scores": scores, ', ""))
@@ -247,6 +253,7 @@ class LearnerMistakes(unittest.TestCase):
             with mock.patch.multiple(exercise, **kept):
                 for name in exercise.FORMULAS:
                     with self.subTest(function=name):
+                        model_py.write_text(SOURCE, "utf-8")    # whatever a failure left
                         self.assertEqual(exercise.blank(name), 0)
                         module = module_of(model_py.read_text("utf-8"))
                         result = run_with(module, TWELVE)
@@ -257,6 +264,7 @@ class LearnerMistakes(unittest.TestCase):
                         self.assertTrue(code == 1 and err.startswith(f"{name} is yours"), err)
                         self.assertEqual(exercise.restore(name), 0)
                         self.assertEqual(model_py.read_text("utf-8"), SOURCE)
+                        self.assertFalse(Path(tmp, ".exercise").exists())   # nothing stale
                 exercise.blank("softmax")
                 exercise.blank("forward")
                 written = model_py.read_text("utf-8").replace(
@@ -270,6 +278,7 @@ class LearnerMistakes(unittest.TestCase):
 
     def test_tools_exercise_py_lists_the_functions_and_refuses_another_name_in_one_line(self):
         exercise = exercise_program()
+        self.assertEqual(list(exercise.FORMULAS), diagnosis.LESSON)
         code, out, _ = run_main(exercise.main)
         self.assertEqual(code, 0)
         self.assertEqual([line.split()[0] for line in out.splitlines()[1:]],

@@ -13,7 +13,7 @@ import test_model
 import trace_block
 from test_model import series, tokenizer
 from tests import LAB, diagnosis, recorded, shown
-from tests.test_mistakes import LN_TERMS, TWELVE, counted, planted
+from tests.test_mistakes import LN_TERMS, TWELVE, first_line, planted, run_with
 
 README = (LAB / "README.md").read_text(encoding="utf-8")
 PROSE = " ".join(README.split())        # line breaks fall anywhere in the README's prose
@@ -67,8 +67,13 @@ class ReadmeTests(unittest.TestCase):
             old, new = re.search(r"change `(.+?)` to `(.+?)`", item).groups()
             failing = NUMBERS[re.search(r"(\w+) tests? fails?", item).group(1)]
             skipping = 2 if "The two word-order tests skip" in item else 0
+            opening = re.search(r"(?:opening with|the first names) (forward step \d|\w+)", item)
             with self.subTest(change=new):
-                self.assertEqual(counted(planted((old, new)), TWELVE), (failing, skipping))
+                result = run_with(planted((old, new)), TWELVE)
+                self.assertEqual((len(result.failures + result.errors), len(result.skipped)),
+                                 (failing, skipping))
+                self.assertTrue(first_line(result).startswith(opening.group(1)),
+                                first_line(result))
 
     def test_the_training_loop_runs_as_it_stands(self):
         """The README's loop, from its text, made small: 4 steps of 8 tokens, the first stories."""

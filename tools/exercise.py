@@ -7,8 +7,8 @@
     python3 tools/exercise.py --restore             put model.py back as it was kept
 
 A stub keeps the signature, docstring and input check, and raises with the lesson's formula.
-model.py is kept in .exercise/ (git ignores it) until --restore puts it back, asking first if
-you have written a blanked function since.
+model.py is kept in .exercise/ (git ignores it) until --restore has put all of it back; it asks
+first if you have written a blanked function since.
 """
 import argparse
 import ast
@@ -104,7 +104,7 @@ def restore(name, ask=input):
     """Put back one function's original, or the kept model.py; ask before undoing a rewrite."""
     if not os.path.exists(KEPT):
         return bpe.report("no model.py is kept, so there is nothing to put back (git "
-                          "checkout model.py gives the lab's own)")
+                          "checkout model.py gives the lab's own, and drops your edits)")
     kept, source = bpe.read_text(KEPT), bpe.read_text(MODEL)
     for written in written_since(source, kept, [name] if name else read_blanked()):
         try:
@@ -115,13 +115,13 @@ def restore(name, ask=input):
         if answer.strip().lower() not in ("y", "yes"):
             print("model.py is unchanged")
             return 1
-    if name is None:
-        bpe.write_texts({MODEL: kept})
-        shutil.rmtree(os.path.dirname(KEPT))    # the next blank or --keep keeps model.py anew
-    else:
+    restored, blanked = kept, []
+    if name is not None:
+        restored = replaced(source, name, functions(kept)[name][1])
         blanked = [n for n in read_blanked() if n != name]
-        bpe.write_texts({MODEL: replaced(source, name, functions(kept)[name][1]),
-                         BLANKED: "".join(f"{n}\n" for n in blanked)})
+    bpe.write_texts({MODEL: restored, BLANKED: "".join(f"{n}\n" for n in blanked)})
+    if restored == kept:        # nothing left to put back: the next blank or --keep keeps anew
+        shutil.rmtree(os.path.dirname(KEPT))
     print(f"put back {name or 'model.py as it was kept'}")
     return 0
 
