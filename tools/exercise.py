@@ -133,7 +133,7 @@ def written_since(source, kept, names):
     except SyntaxError as error:
         return [f"model.py does not parse (line {error.lineno}), so its functions are unknown"]
     written = []
-    for name in set(names) & set(read_blanked()):
+    for name in [n for n in FORMULAS if n in names and n in read_blanked()]:    # file order
         now = functions(source).get(name)
         node, original = functions(kept)[name]
         if now is None or now[1] not in (original, stub(node, original)):
