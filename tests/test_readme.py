@@ -9,7 +9,6 @@ import statistics
 import unittest
 
 import model
-import test_model
 import trace_block
 from test_model import series, tokenizer
 from tests import LAB, diagnosis, recorded, shown

@@ -3,7 +3,6 @@ import doctest
 import importlib.util
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
