@@ -5,12 +5,11 @@
     x2     = x1 + MLP(LN2(x1))                    pre-norm MLP, a skip path around it
     logits = LNF(x2) · W_out + b_out              a score for every token at every position
 
-Read it top-down: list helpers, layer norm, attention, the model; the input checks wait at
-the end. Each backward walks its forward's steps in reverse; a gradient is d_ + the forward
-name (d_x1, d_W2). Shapes: T positions (P = 64 at most), d the width (16), H the MLP's
-hidden width (64), V the vocabulary (96). A sum of more than two floats is math.fsum,
-rounded once whatever the order of its terms and the Python version. But: one sequence at
-a time, one attention head, no dropout, no tied embeddings.
+Read it top-down: list helpers, layer norm, attention, the model; input checks at the end.
+Each backward walks its forward's steps in reverse; d_x1 is the gradient of x1. Shapes: T
+positions (P = 64 at most), width d (16), MLP width H (64), vocabulary V (96). A sum of
+more than two floats is math.fsum, rounded once whatever the order of its terms and the
+Python version. One sequence at a time, one attention head, no dropout, no tied embeddings.
 """
 import math
 import random
@@ -36,6 +35,9 @@ def shape(nested_list, what="the matrix"):
     """
     if not nested_list or not isinstance(nested_list[0], (list, tuple)):
         return (len(nested_list),)
+    odd = [row for row in nested_list if not isinstance(row, (list, tuple))]
+    if odd:
+        raise TypeError(f"{what} holds a {type(odd[0]).__name__} among its rows")
     lengths = sorted({len(row) for row in nested_list})
     if len(lengths) > 1:
         raise ValueError(f"{what} is ragged: it has rows of lengths {lengths}")
@@ -43,11 +45,7 @@ def shape(nested_list, what="the matrix"):
 
 
 def transpose(m):
-    """mᵀ: the columns of m, as rows.
-
-    >>> transpose([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
-    [[1.0, 4.0], [2.0, 5.0], [3.0, 6.0]]
-    """
+    """mᵀ: the columns of m, as rows: [[1, 2, 3], [4, 5, 6]] -> [[1, 4], [2, 5], [3, 6]]."""
     check("transpose(m: n k)", m)
     return [list(col) for col in zip(*m)]
 
@@ -271,7 +269,7 @@ def count_params(params):
 def forward(p, ids, use_positions=True):
     """(logits, cache): logits[t][j] scores token j as the one after ids[0..t], from those
     positions only. use_positions=False leaves the position embeddings out."""
-    check_forward(p, ids)
+    check_forward(p, ids, use_positions)
     # 1. embeddings: a row per token, plus a row per position
     x0 = [list(p["tok_emb"][i]) for i in ids]                   # (T, d)
     if use_positions:
@@ -356,24 +354,24 @@ def sequence_loss(p, ids, targets, use_positions=True):
 ################ Input checks
 
 def check(signature, *args):
-    """Refuse args unless each has the shape its dimension string gives ("x: T d": T rows
-    of d numbers); a letter is one size wherever it stands. Returns the sizes."""
+    """The sizes of args, each of the shape its letters give ("x: T d"), or a refusal."""
     who, _, params = signature.rstrip(")").partition("(")
     sizes, seen_in = {}, {}
     for param, value in zip(params.split(", "), args):
-        name, _, letters = param.partition(": ")
-        letters = letters.split()
+        name, *letters = param.replace(":", "").split()
         found = shape(value, f"{who}: {name}")
+        if found == (0,) and letters[0] == "T":
+            raise ValueError("empty sequence")
+        wanted = ", ".join(letters) + ("," if len(letters) == 1 else "")
+        if len(found) != len(letters):
+            raise ValueError(f"{who}: {name} has shape {found}, but it must be ({wanted})")
         for letter, n in zip(letters, found):
             if letter not in sizes:
                 sizes[letter] = n
                 seen_in[letter] = f"{name}, of shape {found}"
             elif n != sizes[letter]:
-                wanted = ", ".join(letters) + ("," if len(letters) == 1 else "")
                 raise ValueError(f"{who}: {name} has shape {found}, but it must be ({wanted}) "
                                  f"with {letter} = {sizes[letter]}, as in {seen_in[letter]}")
-    if sizes.get("T") == 0:
-        raise ValueError("empty sequence")
     return sizes
 
 
@@ -387,8 +385,10 @@ def check_ids(ids, vocab, what):
         raise ValueError(f"{what} outside the vocabulary of size {vocab}: {outside[:5]}")
 
 
-def check_forward(p, ids):
-    """Refuse parameters that do not fit together, or token IDs forward cannot read."""
+def check_forward(p, ids, use_positions):
+    """Refuse parameters that do not fit together, IDs it cannot read, a non-bool flag."""
+    if not isinstance(use_positions, bool):
+        raise TypeError(f"forward: use_positions must be True or False, not {use_positions!r}")
     missing = [name for name in PARAMETERS if name not in p]
     if missing:
         raise ValueError(f"forward: the parameters lack {', '.join(missing)}")

@@ -342,6 +342,8 @@ class Refusals(unittest.TestCase):
             *[(f"IDs holding {bad!r}", lambda bad=bad: model.forward(p, [1] * 30 + [bad]),
                TypeError, f"list of ints, not one holding {bad!r}") for bad in (2.0, "1", True)],
             ("text for IDs", lambda: model.forward(p, "mia"), TypeError, "one holding 'm'"),
+            ("the string 'False'", lambda: model.forward(p, [1], "False"), TypeError,
+             "use_positions must be True or False, not 'False'"),
             ("tok_emb missing", lambda: model.forward({n: t for n, t in p.items()
                                                        if n != "tok_emb"}, [1]), ValueError,
              "the parameters lack tok_emb"),
@@ -363,7 +365,11 @@ class Refusals(unittest.TestCase):
             *[(f"a score of {bad}", lambda bad=bad: model.loss_and_dlogits([[0.0, bad]], [1]),
                ValueError, "logits row 0 holds inf or nan") for bad in (math.inf, math.nan)],
             ("ragged rows", lambda: model.loss_and_dlogits([[0.0, 1.0], [0.0]], [1, 0]),
-             ValueError, r"rows of lengths \[1, 2\]")])
+             ValueError, r"rows of lengths \[1, 2\]"),
+            ("a row for logits", lambda: model.loss_and_dlogits(logits[0], [1]), ValueError,
+             r"logits has shape \(96,\), but it must be \(T, V\)$"),
+            ("forward's (logits, cache)", lambda: model.loss_and_dlogits(
+                model.forward(series(), [1, 2]), [2, 3]), TypeError, "logits holds a dict")])
 
     def test_layer_norm_attention_softmax_and_the_helpers(self):
         p, x, I2 = series(), [[1.0, 2.0, 4.0]], [[1.0, 0.0], [0.0, 1.0]]
