@@ -289,14 +289,17 @@ class GradientTests(unittest.TestCase):
             logits, cache = model.forward(p, ids[:-1], use_positions)
             was = {key: repr(value) for key, value in cache.items()}
             grads = model.backward(p, cache, model.loss_and_dlogits(logits, ids[1:])[1])
-            self.assertEqual([k for k in was if repr(cache[k]) != was[k]], [], "backward changed")
-            self.assertEqual({n: model.shape(g) for n, g in grads.items()},
-                             {n: model.shape(t) for n, t in p.items()})
+            changed = [k for k in was if repr(cache[k]) != was[k]]
+            if changed:
+                self.fail(f"backward changed the cache's {changed[0]} in place: make new lists")
+            shapes = {n: model.shape(g) for n, g in grads.items()}
+            if shapes != {n: model.shape(t) for n, t in p.items()}:
+                self.fail(f"backward: its gradients' shapes are {shapes}, not p's")
             tensors = list(grads.values()) + list(p.values())
             rows = [row for t in tensors if type(t[0]) is not float for row in t] + tensors
-            self.assertEqual({type(row) for row in rows}, {list}, "a gradient row is not a list")
-            self.assertEqual(len(rows), len({id(row) for row in rows}), "a gradient row is "
-                             "another's list, or a parameter's: [[0.0] * d] * V repeats one")
+            if {type(row) for row in rows} != {list} or len(rows) != len(set(map(id, rows))):
+                self.fail("backward: a gradient row is a tuple, another's list or a parameter's "
+                          "([[0.0] * d] * V repeats one list): a trainer changes them in place")
         tuples = {n: [tuple(r) for r in t] if isinstance(t[0], list) else tuple(t)
                   for n, t in tiny().items()}
         self.assertEqual(trace_block.backward_gradients(tuples, REPEATED[:-1], REPEATED[1:]),

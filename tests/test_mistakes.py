@@ -2,8 +2,9 @@
 the failure that names it: the diagnosis names the lesson function of each; the twelve's first
 failure names it, with at most four failing, for one mistake per function and for each function
 blanked by tools/exercise.py; the lab's own tests catch what no lesson claim covers (softmax's
-shift against overflow, a sum not rounded once, a length refused). If model.py no longer holds
-the line a mistake edits, the test fails and says which: it never passes in silence."""
+shift against overflow, a sum not rounded once, a length refused, a cache or gradient rows
+shared). If model.py no longer holds the line a mistake edits, the test fails and says which:
+it never passes in silence."""
 import ast
 import contextlib
 import importlib.util
@@ -164,6 +165,7 @@ LARGE = [(math_tests.LargeScoreTests, "test_softmax_with_scores_in_the_thousands
          (math_tests.LargeScoreTests, "test_the_loss_with_scores_in_the_thousands")]
 LENGTHS = [(math_tests.GradientTests, "test_forward_takes_every_length_from_1_to_its_positions")]
 EXACT_SUMS = [(math_tests.ExactSumTests, "test_every_sum_is_rounded_once")]
+OWN = [(math_tests.GradientTests, "test_the_gradients_belong_to_the_caller")]
 CAUGHT_BY_THE_LAB = [   # (the mistake, its edit, the lab's tests that catch it, their first words)
     ("softmax without the shift",
      (SHIFTED + "        weights", SHIFTED.replace(" - top", "") + "        weights"), LARGE,
@@ -199,7 +201,15 @@ CAUGHT_BY_THE_LAB = [   # (the mistake, its edit, the lab's tests that catch it,
       'd_x = [[a + b + c for a, b, c in zip(*rows)] for rows in zip(\n'
       '        matmul(d_q, transpose(p["Wq"])), matmul(d_k, transpose(p["Wk"])),\n'
       '        matmul(d_v, transpose(p["Wv"])))]'),
-     EXACT_SUMS, "attention_backward: a sum is not rounded once (use math.fsum)")]
+     EXACT_SUMS, "attention_backward: a sum is not rounded once (use math.fsum)"),
+    ("backward gating the cache's pre in place",
+     ("    d_pre = [[d_j if z > 0.0", "    for row in cache['pre']:\n"
+      "        row[:] = [max(0.0, z) for z in row]\n    d_pre = [[d_j if z > 0.0"), OWN,
+     "backward changed the cache's pre in place"),
+    ("backward's tok_emb gradient one list V times",
+     ('grads["tok_emb"] = [[0.0] * len(row) for row in p["tok_emb"]]',
+      'grads["tok_emb"] = [[0.0] * len(p["tok_emb"][0])] * len(p["tok_emb"])'), OWN,
+     "backward: a gradient row is a tuple, another's list")]
 
 
 def edits_of(edit):
