@@ -105,7 +105,8 @@ def apart(found, expected, where, close, said):
     instead of a number or a list of that length; or None."""
     if isinstance(expected, list):
         if not isinstance(found, (list, tuple)):
-            return f"{where} is {found!r:.50}, not a list of {len(expected)}"
+            said = repr(found) if len(repr(found)) <= 40 else f"a {type(found).__name__}"
+            return f"{where} is {said}, not a list of {len(expected)}"
         if len(found) != len(expected):
             return f"{where} has {len(found)} entries, not {len(expected)}"
         for n, pair in enumerate(zip(found, expected)):

@@ -105,9 +105,13 @@ class ExactSumTests(unittest.TestCase):
     def softmax_and_its_backward(self):
         e = [math.exp(-X1), 1.0, math.exp(-X2)]
         self.assertEqual(exact(e), ROUNDED_ONCE)
-        # the maximum never first: exp(800) overflows if a row is shifted by its first score
-        self.assert_rounded_once("softmax", model.softmax([[-X1, 0.0, -X2], [-800.0, 0.0, 0.0]]),
-                                 [[v / ROUNDED_ONCE for v in e], [0.0, 0.5, 0.5]])
+        # the maximum never first: exp(800) overflows if a row is shifted by its first score;
+        # the last row's e_j / total are not e_j · (1 / total)
+        e3 = [math.exp(-2.0), math.exp(-1.0), 1.0]
+        self.assert_rounded_once("softmax", model.softmax([[-X1, 0.0, -X2], [-800.0, 0.0, 0.0],
+                                                           [-2.0, -1.0, 0.0]]),
+                                 [[v / ROUNDED_ONCE for v in e], [0.0, 0.5, 0.5],
+                                  [v / exact(e3) for v in e3]])
         # weights of powers of 2 whose products make a trap; then weights of no power of 2
         w, d_w = [0.5, 0.25, 0.125, 0.125], [2.0, 2.0 ** -52, 2.0 ** -51, 2.0 ** -103]
         rng = random.Random(3)
@@ -322,9 +326,10 @@ class GradientTests(unittest.TestCase):
         recorded = json.loads(diagnosis.REFERENCE.read_text(encoding="utf-8"))
         for name, values in recorded.items():
             found = diagnosis.outputs(model, name)
-            moved = [key for key, value in values.items() if found.get(key, value) != value]
-            self.assertEqual(moved, [], f"{name}'s numbers moved: a mistake, unless you changed "
-                                        f"the math on purpose: then tools/record_reference.py")
+            moved = [key for key, value in values.items() if listed(found.get(key, value)) != value]
+            if moved:
+                self.fail(f"{name}: its {moved[0]} moved from reference.json: a mistake, unless "
+                          f"you changed the math on purpose (then tools/record_reference.py)")
 
 
 class Refusals(unittest.TestCase):

@@ -113,7 +113,7 @@ def restore(name, ask=input):
             print()
             answer = ""
         if answer.strip().lower() not in ("y", "yes"):
-            print("model.py is unchanged")
+            print("model.py is unchanged (--restore NAME puts back one function)")
             return 1
     restored, blanked = kept, []
     if name is not None:
