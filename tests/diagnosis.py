@@ -413,6 +413,9 @@ def first_wrong(module=model, names=None):
             found = CHECKS[name](module)
         except Exception as error:          # the learner's code raised: that is the finding
             found = f"{name} raised {raised(error)}"
+            if not model_frames(error):     # or it returned what the check could not read
+                found = (f"{name} returned what its callers cannot use ({raised(error)}): "
+                         f"does it return what its docstring says?")
         if found:
             return found
     return None
@@ -424,13 +427,18 @@ def cause(error):
     return type(error).__name__, raised(error).rpartition(" (model.py line")[2]
 
 
+def model_frames(error):
+    """The frames of error's traceback in model.py."""
+    return [f for f in traceback.extract_tb(error.__traceback__)
+            if Path(f.filename).name.startswith("model.py")]
+
+
 def raised(error):
     """The error in one line, with the line of the last lesson function in model.py that it
     went through, if it went through one (not the helper that this line called):
     "IndexError: list index out of range (model.py line 312, in forward)"."""
     said = f"{type(error).__name__}: {error}"
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if Path(f.filename).name.startswith("model.py")]
+    frames = model_frames(error)
     lesson = [n for n, f in enumerate(frames) if f.name in LESSON]
     if lesson:
         line = frames[lesson[-1]]

@@ -112,6 +112,9 @@ MISTAKES = [   # (the lesson function, the mistake, an edit of model.py, or a li
      (SHIFTED + "        weights",
       SHIFTED.replace("exp(z - top)", "exp(max(z, -9.0) - top)") + "        weights")),
     ("softmax", "one maximum for all rows", ("top = max(row)\n", "top = max(map(max, scores))\n")),
+    ("softmax", "no return at the end", ("        weights.append([e_j / total for e_j in e])\n"
+                                         "    return weights\n",
+                                         "        weights.append([e_j / total for e_j in e])\n")),
     ("softmax_backward", "a sign flipped", ("w_j * (d_w_j - average)", "w_j * (d_w_j + average)")),
     ("softmax_backward", "the average not weighted",
      ("fsum(map(mul, w, d_w))", "fsum(d_w) / len(d_w)")),
@@ -235,6 +238,8 @@ class LearnerMistakes(unittest.TestCase):
                 self.assertTrue(found and found.startswith(function), found)
                 if "in place" in what:
                     self.assertIn("in place", found)
+                if "no return" in what:
+                    self.assertIn("returned what its callers cannot use", found)
 
     def test_the_twelve_s_first_failure_names_the_function(self):
         """The first mistake of each lesson function, the twelve run in order: the first line
