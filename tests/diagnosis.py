@@ -411,9 +411,10 @@ def first_wrong(module=model, names=None):
     for name in names or CHECKS:
         try:
             found = CHECKS[name](module)
-        except Exception as error:          # the learner's code raised: that is the finding
-            found = f"{name} raised {raised(error)}"
-            if not model_frames(error):     # or it returned what the check could not read
+        except Exception as error:
+            if model_frames(error):         # the learner's code raised: that is the finding
+                found = f"{name} raised {raised(error)}"
+            else:                           # it returned what the check cannot read
                 found = (f"{name} returned what its callers cannot use ({raised(error)}): "
                          f"does it return what its docstring says?")
         if found:
