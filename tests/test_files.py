@@ -16,6 +16,7 @@ from tests import LAB, lab_copy, run_main, the_recorded_trace
 
 CORPUS = (LAB / "corpus.txt").read_bytes()
 FIRST = CORPUS[:CORPUS.index(b"\n")]
+CRLF_AT_3 = CORPUS.replace(b"\n", b"\r\n", 3).replace(b"\r\n", b"\n", 2)    # line 3 alone
 
 
 class FileTests(unittest.TestCase):
@@ -38,8 +39,8 @@ class FileTests(unittest.TestCase):
             ({"corpus_txt": FIRST}, bpe.main, ["--write"], ["line 1 does not end with a newline"]),
             ({"corpus_txt": b"mia \xe9\n"}, bpe.main, [], ["corpus.txt is not UTF-8 text"]),
             ({"corpus_txt": b"\xef\xbb\xbf" + CORPUS}, trace_block.main, [], ["byte-order mark"]),
-            ({"corpus_txt": CORPUS.replace(b"\n", b"\r\n")}, bpe.main, ["--check"],
-             ["corpus.txt line 1 ends with \\r\\n", "save it with LF line ends"]),
+            ({"corpus_txt": CRLF_AT_3}, bpe.main, ["--check"],
+             ["corpus.txt line 3 ends with \\r\\n", "save it with LF"]),
             ({"corpus_txt": None}, bpe.main, ["--write"], ["corpus.txt: no such file"]),
             ({"corpus_txt": b"mia has a hat.\n"}, bpe.main, ["--write"], ["no pair left to merge"]),
             ({"corpus_txt": FIRST + b" mia has a red hat." * 6 + CORPUS[len(FIRST):]},
@@ -87,6 +88,11 @@ class FileTests(unittest.TestCase):
                                              f"file is unchanged")
                     self.assertEqual((folder / name).read_bytes(), (LAB / name).read_bytes())
                     self.assertEqual(len(os.listdir(folder)), 3, "a temporary file was left")
+        with lab_copy() as folder:          # two files, the second cannot be opened: neither
+            with self.assertRaises(bpe.FileProblem):
+                bpe.write_texts({folder / "corpus.txt": "new\n", folder / "no" / "b.txt": "b"})
+            self.assertEqual(((folder / "corpus.txt").read_bytes(), len(os.listdir(folder))),
+                             (CORPUS, 3))
 
     def test_a_terminal_that_cannot_print_a_letter_gets_an_escape_or_a_stand_in(self):
         corpus = FIRST.replace(b"garden", b"jard\xc3\xa9n") + CORPUS[len(FIRST):]

@@ -316,7 +316,8 @@ class GradientTests(unittest.TestCase):
         a = [[0.0] * i + [rng.choice([0.0, -0.0, rng.random()]) for _ in range(6 - i)]
              for i in range(7)]
         b = [[rng.gauss(0, 1) for _ in range(3)] for _ in range(6)]
-        for right in (b, [[math.inf, math.nan, 1.0]] + b[1:], [r[:2] + [-math.inf] for r in b]):
+        for right in (b, [[math.inf, math.nan, 1.0]] + b[1:], [r[:2] + [-math.inf] for r in b],
+                      [[1.0, math.nan, 1.0]] + b[1:]):
             plain = [[math.fsum(map(mul, row, col)) for col in zip(*right)] for row in a]
             self.assertEqual(repr(model.matmul(a, right)), repr(plain))
 
@@ -326,7 +327,8 @@ class GradientTests(unittest.TestCase):
         recorded = json.loads(diagnosis.REFERENCE.read_text(encoding="utf-8"))
         for name, values in recorded.items():
             found = diagnosis.outputs(model, name)
-            moved = [key for key, value in values.items() if listed(found.get(key, value)) != value]
+            moved = [key for key, value in values.items()
+                     if listed(found.get(key, value)) != value]
             if moved:
                 self.fail(f"{name}: its {moved[0]} moved from reference.json: a mistake, unless "
                           f"you changed the math on purpose (then tools/record_reference.py)")
@@ -350,8 +352,8 @@ class Refusals(unittest.TestCase):
             *[(f"IDs holding {bad!r}", lambda bad=bad: model.forward(p, [1] * 30 + [bad]),
                TypeError, f"list of ints, not one holding {bad!r}") for bad in (2.0, "1", True)],
             ("text for IDs", lambda: model.forward(p, "mia"), TypeError, "one holding 'm'"),
-            ("the string 'False'", lambda: model.forward(p, [1], "False"), TypeError,
-             "use_positions must be True or False, not 'False'"),
+            *[(f"use_positions {bad!r}", lambda bad=bad: model.forward(p, [1], bad), TypeError,
+               f"use_positions must be True or False, not {bad!r}") for bad in ("False", 1)],
             ("tok_emb missing", lambda: model.forward({n: t for n, t in p.items()
                                                        if n != "tok_emb"}, [1]), ValueError,
              "the parameters lack tok_emb"),

@@ -294,8 +294,9 @@ class LearnerMistakes(unittest.TestCase):
                 written = model_py.read_text("utf-8").replace(
                     "raise NotImplementedError('softmax is", "return scores  # ('softmax is")
                 model_py.write_text(written, "utf-8")
-                self.assertEqual(exercise.restore(None, ask=lambda question: "n"), 1)
-                self.assertEqual(model_py.read_text("utf-8"), written)
+                for answer in ("n", "", EOFError()):      # no, Enter, no one to answer
+                    self.assertEqual(exercise.restore(None, ask=answering(answer)), 1)
+                    self.assertEqual(model_py.read_text("utf-8"), written)
                 self.assertEqual(exercise.restore(None, ask=lambda question: "y"), 0)
                 self.assertEqual(model_py.read_text("utf-8"), SOURCE)
                 self.assertFalse(Path(tmp, ".exercise").exists())   # a later blank keeps anew
@@ -307,9 +308,10 @@ class LearnerMistakes(unittest.TestCase):
         self.assertEqual(code, 0)
         self.assertEqual([line.split()[0] for line in out.splitlines()[1:]],
                          list(exercise.FORMULAS))
-        code, out, err = run_main(exercise.main, "layernorm")
-        self.assertEqual((code, out, len(err.splitlines())), (1, "", 1))
-        self.assertIn("'layernorm' is not a lesson function; these are: layernorm_forward", err)
+        for args in (["layernorm"], ["--restore", "layernorm"]):
+            code, out, err = run_main(exercise.main, *args)
+            self.assertEqual((code, out, len(err.splitlines())), (1, "", 1))
+            self.assertIn("'layernorm' is not a lesson function; these are: layernorm_forward", err)
 
     def test_the_lab_s_own_tests_catch_what_the_lesson_does_not_claim(self):
         for what, edit, tests, said in CAUGHT_BY_THE_LAB:
@@ -344,6 +346,15 @@ def exercise_program():
     exercise = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(exercise)
     return exercise
+
+
+def answering(answer):
+    """An input() that gives answer, or raises it (EOFError: no one to answer)."""
+    def ask(question):
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+    return ask
 
 
 def fsum_calls():

@@ -56,6 +56,7 @@ class CommandLineTests(unittest.TestCase):
         self.assertIn("block-trace.json is up to date.", out)
         self.assertIn("Before you look, predict", out)
         self.assertTrue(out.endswith("Then look: python3 trace_block.py --show\n"), out[-80:])
+        self.assertNotIn("gap", out)
         gaps = recorded()["order_test"]
         self.assertNotIn(str(gaps["last_logit_gap_with_positions"]), out)
         self.assertNotIn(str(gaps["gaps_by_position_without_positions"][2]), out)
@@ -81,6 +82,8 @@ class CommandLineTests(unittest.TestCase):
                      "test_model.py names the function"]),
                  (trace.replace(b"\n", b"\r\n"), ["has \\r\\n (Windows) line ends", "save it with LF"]),
                  (b"{ not json", ["the file is not plain JSON"]),
+                 (trace_block.to_json({k: v for k, v in recorded().items() if k != "uniform_loss"})
+                  .encode(), ["uniform_loss: (missing) -> 4.5643"]),
                  (trace.replace(b'  "story"', b'"story"'), ["the layout differs"])]
         with the_recorded_trace():
             self.assertEqual(run_main(trace_block.main, "--check"),
@@ -109,7 +112,7 @@ class CommandLineTests(unittest.TestCase):
 
     def test_write_leaves_the_file_when_the_gradient_check_fails(self):
         from tests.test_mistakes import planted
-        broken = planted(("x1 = add(x0, a)", "x1 = a"))     # README's break-it 3
+        broken = planted(("fsum(map(mul, w, d_w))", "fsum(d_w) / len(d_w)"))  # 3e-6 off
         with lab_copy() as folder, mock.patch.object(trace_block, "model", broken):
             code, _, err = run_main(trace_block.main, "--write")
             self.assertEqual((folder / "block-trace.json").read_bytes(),
