@@ -310,8 +310,8 @@ def check_attention_backward(module):
 
     def f():
         return total(module.attention_forward(p, x)[0], d_out)
-    for step, name in (("step 5", "Wo"), ("step 4", "Wv"), ("steps 3 and 2", "Wq"),
-                       ("steps 3 and 2", "Wk")):
+    for step, name in (("step 5", "Wo"), ("steps 5 and 4", "Wv"), ("steps 4 to 2", "Wq"),
+                       ("steps 4 to 2", "Wk")):
         off = off_slopes(f"attention_backward {step}", f, "attention_forward",
                          [(f"d_{name}", grads.get(name), p[name])])
         if off:

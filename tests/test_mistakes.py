@@ -83,10 +83,12 @@ def counted(module, tests):
 MASK = "if j <= i else -math.inf"
 LN_TERMS = "fsum((term1, -mean_d_xhat, -xhat_j * mean_d_xhat_xhat))"
 SHIFTED = "        e = [exp(z - top) for z in row]\n        total = fsum(e)\n"
-MISTAKES = [   # (the lesson function, the mistake, an edit of model.py, or a list of them)
+MISTAKES = [   # (its verdict's first words: the function, the step; the mistake; an edit or edits)
     ("layernorm_forward", "the variance over d - 1",
      ("c in centred) / d", "c in centred) / (d - 1)")),
     ("layernorm_forward", "ε outside the root", ("sqrt(variance + EPS)", "sqrt(variance) + EPS")),
+    ("layernorm_forward", "ε a tenth of EPS",
+     ("sqrt(variance + EPS)", "sqrt(variance + EPS / 10)")),
     ("layernorm_forward", "the bias before the gain",
      ("xh * g_j + b_j for", "(xh + b_j) * g_j for")),
     ("layernorm_forward", "std left out of the cache", ('"xhat": xhat, "std": std}', '"xhat": xhat}')),
@@ -100,6 +102,8 @@ MISTAKES = [   # (the lesson function, the mistake, an edit of model.py, or a li
     ("layernorm_backward", "times the std",
      ("mean_d_xhat_xhat)) / s", "mean_d_xhat_xhat)) * s")),
     ("layernorm_backward", "dy for dy · g", ("[dy_j * g_j for dy_j, g_j", "[dy_j for dy_j, g_j")),
+    ("layernorm_backward", "divided by √(std² + ε)",
+     ("mean_d_xhat_xhat)) / s", "mean_d_xhat_xhat)) / sqrt(s * s + EPS)")),
     ("layernorm_backward", "d_g without xhat", ("list(map(mul, dy_t, xhat_t))", "list(dy_t)")),
     ("layernorm_backward", "dy changed in place",
      ("d_xhat = [dy_j * g_j", "d_xhat = dy_t\n        dy_t[:] = [dy_j * g_j")),
@@ -122,26 +126,34 @@ MISTAKES = [   # (the lesson function, the mistake, an edit of model.py, or a li
     ("attention_forward", "a mask that sees one ahead", (MASK, "if j <= i + 1 else -math.inf")),
     ("attention_forward", "a mask reversed", (MASK, "if j >= i else -math.inf")),
     ("attention_forward", "a mask that hides the diagonal too", (MASK, "if j < i else -math.inf")),
-    ("attention_forward", "no 1/√d", ("s / sqrt_d if j", "s if j")),
+    ("attention_forward step 2", "no 1/√d", ("s / sqrt_d if j", "s if j")),
     ("attention_forward", "mixed left out of the cache", (',\n                 "mixed": mixed}', "}")),
-    ("attention_forward", "Wk for Wq", ('q = matmul(x, p["Wq"])', 'q = matmul(x, p["Wk"])')),
-    ("attention_backward", "1/√d in the forward pass only",
+    ("attention_forward step 1", "Wk for Wq", ('q = matmul(x, p["Wq"])', 'q = matmul(x, p["Wk"])')),
+    ("attention_backward steps 4 to 2", "1/√d in the forward pass only",
      [(f"e / sqrt_d for e in row] for row in matmul({m}", f"e for e in row] for row in matmul({m}")
       for m in ("d_scores, k", "transpose(d_sc")]),
-    ("attention_backward", "Wo untransposed",
+    ("attention_backward steps 5 and 4", "Wo untransposed",
      ('matmul(d_out, transpose(p["Wo"]))', 'matmul(d_out, p["Wo"])')),
-    ("attention_backward", "d_x without the values' part",
+    ("attention_backward step 1", "d_x without the values' part",
      (',\n              matmul(d_v, transpose(p["Wv"])))', ")")),
-    ("attention_backward", "d_v from the weights untransposed",
+    ("attention_backward steps 5 and 4", "d_v from the weights untransposed",
      ("matmul(transpose(weights), d_mixed)", "matmul(weights, d_mixed)")),
     ("attention_backward", "a gradient misnamed", ('"Wo": d_Wo}', '"W_o": d_Wo}')),
-    ("forward", "a position looked up by the token",
+    ("forward step 1:", "a position looked up by the token",
      ('p["pos_emb"][:len(ids)]', '[p["pos_emb"][i % len(p["pos_emb"])] for i in ids]')),
-    ("forward", "a skip path dropped", ("x1 = add(x0, a)", "x1 = a")),
-    ("forward", "use_positions=False ignored", ("    if use_positions:\n", "    if True:\n")),
-    ("forward", "LN2 fed x0", ('layernorm_forward(x1, p["ln2', 'layernorm_forward(x0, p["ln2')),
+    ("forward step 2:", "a skip path dropped", ("x1 = add(x0, a)", "x1 = a")),
+    ("forward step 1, with use_positions=False", "use_positions=False ignored",
+     ("    if use_positions:\n", "    if True:\n")),
+    ("forward step 3: LN2's", "LN2 fed x0",
+     ('layernorm_forward(x1, p["ln2', 'layernorm_forward(x0, p["ln2')),
     ("forward", "h1 left out of the cache", ('"h1": h1, ', "")),
-    ("forward", "no relu", ("act = [[max(0.0, z) for z in row] for row in pre]", "act = pre")),
+    ("forward step 3: the relu", "no relu",
+     ("act = [[max(0.0, z) for z in row] for row in pre]", "act = pre")),
+    ("forward", "tok_emb's rows changed in place",
+     [('x0 = [list(p["tok_emb"][i]) for i in ids]', 'x0 = [p["tok_emb"][i] for i in ids]'),
+      ('        x0 = add(x0, p["pos_emb"][:len(ids)])',
+       '        for row, pos in zip(x0, p["pos_emb"]):\n'
+       '            row[:] = [a + b for a, b in zip(row, pos)]')]),
     ("loss_and_dlogits", "the gradient without 1/T",
      [("e_j / (total * T)", "e_j / total"), ("d_row[target] -= 1.0 / T", "d_row[target] -= 1.0")]),
     ("loss_and_dlogits", "the loss summed", ("return fsum(losses) / T,", "return fsum(losses),")),
@@ -150,18 +162,21 @@ MISTAKES = [   # (the lesson function, the mistake, an edit of model.py, or a li
      ("        e = [exp(z - top) for z in row]\n        total = fsum(e)\n        # -log",
       "        row[:] = [z - top for z in row]\n        top = 0.0\n"
       "        e = [exp(z) for z in row]\n        total = fsum(e)\n        # -log")),
-    ("backward", "the relu's gate left open",
+    ("backward step 3: the relu's gate", "the relu's gate left open",
      ("d_pre = [[d_j if z > 0.0 else", "d_pre = [[d_j if True else")),
-    ("backward", "the skip path around the MLP", ("d_x1 = add(d_x2, d_x1_mlp)", "d_x1 = d_x1_mlp")),
-    ("backward", "the skip path around attention", ("add(d_x1, d_x0_att)", "d_x0_att")),
-    ("backward", "positions in the wrong rows",
+    ("backward step 3's skip path", "the skip path around the MLP",
+     ("d_x1 = add(d_x2, d_x1_mlp)", "d_x1 = d_x1_mlp")),
+    ("backward step 2's skip path", "the skip path around attention",
+     ("add(d_x1, d_x0_att)", "d_x0_att")),
+    ("backward step 1: pos_emb's", "positions in the wrong rows",
      ('["pos_emb"][:len(d_x0)]', '["pos_emb"][1:len(d_x0) + 1]')),
-    ("backward", "a repeated token's gradient overwritten",
+    ("backward step 1: tok_emb's", "a repeated token's gradient overwritten",
      ("][token] = column_sums(rows)", "][token] = rows[-1]")),
-    ("backward", "LN2 given LN1's gain", ('(d_h2, p["ln2_g"]', '(d_h2, p["ln1_g"]')),
-    ("backward", "pos_emb's gradient without positions",
+    ("backward step 3's skip path", "LN2 given LN1's gain",
+     ('(d_h2, p["ln2_g"]', '(d_h2, p["ln1_g"]')),
+    ("backward step 1: pos_emb gets", "pos_emb's gradient without positions",
      ('if cache["use_positions"]:', "if True:")),
-    ("init_params", "drawn column by column",
+    ("init_params draws other numbers", "drawn column by column",
      ("[[rng.gauss(0.0, 0.02) for _ in range(m[0])] for _ in range(n)]",
       "[list(c) for c in zip(*[[rng.gauss(0.0, 0.02) for _ in range(n)] for _ in range(m[0])])]"))]
 LARGE = [(math_tests.LargeScoreTests, "test_softmax_with_scores_in_the_thousands"),
@@ -231,11 +246,11 @@ class LearnerMistakes(unittest.TestCase):
             raise unittest.SkipTest("model.py fails a lesson function's check (test_math "
                                     "says which), so no mistake is planted on it")
 
-    def test_the_diagnosis_names_each_mistake_s_function(self):
-        for function, what, edit in MISTAKES:
-            with self.subTest(function=function, mistake=what):
+    def test_the_diagnosis_names_each_mistake_s_function_and_step(self):
+        for verdict, what, edit in MISTAKES:
+            with self.subTest(verdict=verdict, mistake=what):
                 found = diagnosis.first_wrong(planted(*edits_of(edit)))
-                self.assertTrue(found and found.startswith(function), found)
+                self.assertTrue(found and found.startswith(verdict), found)
                 if "in place" in what:
                     self.assertIn("in place", found)
                 if "no return" in what:
@@ -243,15 +258,16 @@ class LearnerMistakes(unittest.TestCase):
 
     def test_the_twelve_s_first_failure_names_the_function(self):
         """The first mistake of each lesson function, the twelve run in order: the first line
-        of the first failure starts with the function, and at most four of the twelve fail."""
+        of the first failure starts with the function and step, and at most four fail."""
         first = {}
-        for function, what, edit in MISTAKES:
+        for verdict, what, edit in MISTAKES:
+            function = verdict.split()[0]
             if function in diagnosis.LESSON:
-                first.setdefault(function, (what, edit))
-        for function, (what, edit) in first.items():
-            with self.subTest(function=function, mistake=what):
+                first.setdefault(function, (verdict, what, edit))
+        for verdict, what, edit in first.values():
+            with self.subTest(verdict=verdict, mistake=what):
                 result = run_with(planted(*edits_of(edit)), TWELVE)
-                self.assertTrue(first_line(result).startswith(function), first_line(result))
+                self.assertTrue(first_line(result).startswith(verdict), first_line(result))
                 self.assertLessEqual(len(result.failures + result.errors), 4)
 
     def test_one_slip_met_by_three_tests_fails_one_however_its_message_is_worded(self):
