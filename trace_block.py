@@ -313,7 +313,7 @@ def gaps_caption(without, with_):
     """
     if without[-1] != 0.0:
         return (f"without position embeddings, the last position's gap is "
-                f"{round(without[-1], 4)}: something sees the order.")
+                f"{without[-1]:.4g}: something sees the order.")
     return ("without position embeddings, the last position's gap is exactly 0.0: both "
             "sentences hold the same tokens and every sum is correctly rounded (math.fsum), "
             f"so their order is invisible there; with them, it is {round(with_[-1], 6)}.")

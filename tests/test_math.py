@@ -309,6 +309,12 @@ class GradientTests(unittest.TestCase):
         self.assertEqual(trace_block.backward_gradients(tuples, REPEATED[:-1], REPEATED[1:]),
                          trace_block.backward_gradients(tiny(), REPEATED[:-1], REPEATED[1:]))
 
+    def test_sequence_loss_is_forward_then_the_loss(self):
+        for use_positions in (True, False):
+            logits, _ = model.forward(tiny(), REPEATED[:-1], use_positions)
+            loss = model.sequence_loss(tiny(), REPEATED[:-1], REPEATED[1:], use_positions)
+            self.assertEqual(loss, model.loss_and_dlogits(logits, REPEATED[1:])[0])
+
     def test_matmul_skips_zeros_as_the_plain_line_would_add_them(self):
         """Bit for bit against the plain line, fsum(map(mul, row, col)): zeros first, last or
         amid a row, -0.0, a row of zeros only, inf and nan in b (met by a zero: nan)."""

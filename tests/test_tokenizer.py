@@ -198,6 +198,7 @@ class TheLabsTokenizerTests(unittest.TestCase):
                     ("empty", "\n", f"{path} is empty"),
                     ("a list", [], fields),
                     ("merges missing", {k: v for k, v in data.items() if k != "merges"}, fields),
+                    ("vocab a list", {**data, "vocab": list(vocab)}, fields),
                     ("a field more", {**data, "vocab_size": 96}, fields),
                     ("version 2", {**data, "version": 2}, fields),
                     ("version a string", {**data, "version": "1"}, fields),
@@ -212,6 +213,7 @@ class TheLabsTokenizerTests(unittest.TestCase):
                     self.assertEqual(str(refused.exception), message)
             path.write_text(json.dumps(dict(data, vocab=dict(sorted(vocab.items())), pattern=".")))
             self.assertEqual(vars(bpe.Tokenizer.load(path)), {**vars(tokenizer()), "pattern": "."})
+            self.assertEqual(bpe.Tokenizer.load(path).tokens("mia a"), list("mia a"))  # its pattern
 
     def test_refusals_of_the_bpe_steps(self):
         tok = tokenizer()

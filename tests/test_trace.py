@@ -70,6 +70,7 @@ class CommandLineTests(unittest.TestCase):
         with the_recorded_trace():
             self.assertEqual(run_main(trace_block.main, "--json"),
                              (0, (LAB / "block-trace.json").read_text(encoding="utf-8"), ""))
+        self.assertIn('"jardén"', trace_block.to_json({"story": "jardén"}))     # kept as it is
 
     def test_check_names_each_figure_that_moved_and_says_when_to_write(self):
         stale = {**recorded(), "initial_loss": 4.0}
@@ -146,14 +147,21 @@ class PictureTests(unittest.TestCase):
         order = recorded()["order_test"]
         self.assertEqual([float(row[-2]) for row in rows],
                          order["gaps_by_position_without_positions"])
+        self.assertEqual([float(row[-1]) for row in rows],
+                         trace_block.position_gaps(series(), tokenizer(), True))
         self.assertIn(f"with them, it is {order['last_logit_gap_with_positions']}.",
                       " ".join(shown().split()))
+        self.assertIn("gap is 2e-16: something", trace_block.gaps_caption([2e-16], [0.0]))
 
     def test_the_grid_draws_each_weight_the_model_computed(self):
         weights = model.forward(series(), tokenizer().encode(trace_block.ORDER_A))[1]["att"]
-        grid = [line.split("│")[1] for line in shown().split("Attention")[1].splitlines()
+        grid = [line.split("│")[1:] for line in shown().split("Attention")[1].splitlines()
                 if "│" in line]
-        self.assertEqual(grid, ["".join(map(trace_block.cell, row)) for row in weights["weights"]])
+        self.assertEqual([cells for cells, _ in grid],
+                         ["".join(map(trace_block.cell, row)) for row in weights["weights"]])
+        seen = [row[:i + 1] for i, row in enumerate(weights["weights"])]     # min and max
+        self.assertEqual([figures.split()[-2:] for _, figures in grid],
+                         [[f"{min(row):.4f}", f"{max(row):.4f}"] for row in seen])
 
     def test_a_mask_that_leaks_shows_in_the_grid_s_caption(self):
         from tests.test_mistakes import planted
