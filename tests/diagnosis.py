@@ -335,7 +335,7 @@ BACKWARD_STEPS = [   # the gradients in the order backward makes them, and the s
     ("W2 b2", "backward step 3: the MLP's second layer, from d_m = d_x2"),
     ("W1 b1", "backward step 3: the relu's gate (d_pre, where pre > 0), or the first layer"),
     ("ln2_g ln2_b", "backward step 3: LN2's layernorm_backward (its gain or cache)"),
-    ("Wo", "backward step 3's skip path, d_x1 = d_x2 + LN2's d_x (attention gets d_x1)"),
+    ("Wo", "backward step 3's skip path or LN2's call: d_x1 = d_x2 + LN2's d_x, to attention"),
     ("Wv Wq Wk", "backward step 2: attention_backward's call"),
     ("ln1_g ln1_b", "backward step 2: LN1's layernorm_backward (its gain or cache)"),
     ("pos_emb", "backward step 1: pos_emb's gradient, a row per position of d_x0"),
@@ -383,7 +383,7 @@ def check_backward(module):
             if not off_along(loss, grads.get(name), p[name], rng):
                 continue
             if name == "pos_emb" and off_along(loss, grads["tok_emb"], p["tok_emb"], rng):
-                step = "backward step 2's skip path, d_x0 = d_x1 + LN1's d_x"
+                step = "backward step 2's skip path or LN1's call: d_x0 = d_x1 + LN1's d_x"
             return off_slopes(step, loss, "the loss", [(name, grads.get(name), p[name])])
     return None
 
@@ -407,10 +407,15 @@ CHECKS = {"init_params": lambda module: against_reference(module, "init_params")
 def first_wrong(module=model, names=None):
     """The first of names (all, by default) whose check fails, in one line that starts with
     the function's name, or None. A function that raises on good inputs fails, with its
-    message."""
+    message; one still blank (tools/exercise.py) only when nothing written is wrong, the
+    first in the lesson's order."""
+    blanks = []
     for name in names or CHECKS:
         try:
             found = CHECKS[name](module)
+        except NotImplementedError as error:    # a blank, or a check that meets one
+            blanks.append((LESSON.index(name) if name in LESSON else -1, name, error))
+            continue
         except Exception as error:
             if model_frames(error):         # the learner's code raised: that is the finding
                 found = f"{name} raised {raised(error)}"
@@ -419,6 +424,9 @@ def first_wrong(module=model, names=None):
                          f"does it return what its docstring says?")
         if found:
             return found
+    if blanks:
+        _, name, error = min(blanks, key=lambda blank: blank[0])
+        return f"{name} raised {raised(error)}"
     return None
 
 

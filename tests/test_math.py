@@ -336,8 +336,10 @@ class GradientTests(unittest.TestCase):
             moved = [key for key, value in values.items()
                      if listed(found.get(key, value)) != value]
             if moved:
-                self.fail(f"{name}: its {moved[0]} moved from reference.json: a mistake, unless "
-                          f"you changed the math on purpose (then tools/record_reference.py)")
+                self.fail(f"{name}: its {moved[0]} is not bit for bit what reference.json holds: "
+                          f"a step rounds otherwise (a sum not rounded once, E[x²] - mean² for "
+                          f"the variance, x * (1 / s) for x / s), unless you changed the math on "
+                          f"purpose (then python3 tools/record_reference.py)")
 
 
 class Refusals(unittest.TestCase):

@@ -317,6 +317,18 @@ class LearnerMistakes(unittest.TestCase):
                 self.assertEqual(model_py.read_text("utf-8"), SOURCE)
                 self.assertFalse(Path(tmp, ".exercise").exists())   # a later blank keeps anew
 
+    def test_with_several_blank_a_mistake_comes_first_then_the_first_blank(self):
+        """Blanks in the lesson's order, however the checks run (forwards first); but a
+        mistake in a function written meanwhile is named before any blank."""
+        exercise, source = exercise_program(), SOURCE
+        for name in ("softmax", "layernorm_backward", "backward"):
+            blank = exercise.stub(*exercise.functions(source)[name])
+            source = exercise.replaced(source, name, blank)
+        found = diagnosis.first_wrong(module_of(source))
+        self.assertTrue(found.startswith("layernorm_backward raised NotImplementedError"), found)
+        found = diagnosis.first_wrong(module_of(source.replace("/ (total * T)", "/ total")))
+        self.assertTrue(found.startswith("loss_and_dlogits: d_logits"), found)
+
     def test_tools_exercise_py_lists_the_functions_and_refuses_another_name_in_one_line(self):
         exercise = exercise_program()
         self.assertEqual(list(exercise.FORMULAS), diagnosis.LESSON)
