@@ -279,6 +279,13 @@ class LearnerMistakes(unittest.TestCase):
         self.assertIsNone(diagnosis.first_wrong(module))
         self.assertEqual(counted(module, TWELVE), (0, 0))
 
+    def test_correct_variants_pass_the_diagnosis(self):
+        """A relu of max(0, z), which gives int zeros, and softmax rows as tuples."""
+        module = planted(("max(0.0, z) for z in row] for row in pre]", "max(0, z) for z in row] "
+                          "for row in pre]"), ("weights.append([e_j / total for e_j in e])",
+                                               "weights.append(tuple(e_j / total for e_j in e))"))
+        self.assertIsNone(diagnosis.first_wrong(module))
+
     def test_each_function_blanked_and_put_back_with_tools_exercise_py(self):
         """In a scratch folder, tools/exercise.py blanks each lesson function in turn: the
         twelve's first failure names it and at most four fail, trace_block.py says in one line
@@ -306,6 +313,9 @@ class LearnerMistakes(unittest.TestCase):
                         self.assertEqual(model_py.read_text("utf-8"), SOURCE)
                         self.assertFalse(Path(tmp, ".exercise").exists())   # nothing stale
                 exercise.blank("softmax")
+                kept = Path(kept["KEPT"]).read_bytes()
+                self.assertEqual(run_main(exercise.main, "--keep")[0], 1)     # stubs never kept
+                self.assertEqual(Path(tmp, ".exercise", "model.py").read_bytes(), kept)
                 exercise.blank("forward")
                 written = model_py.read_text("utf-8").replace(
                     "raise NotImplementedError('softmax is", "return scores  # ('softmax is")
