@@ -4,8 +4,7 @@ Training numbers a text's characters 0..A-1 by code point (the base alphabet), t
 most frequent pair of neighbouring tokens into a new token until the vocabulary has the size asked
 for, never across two chunks (" hat", ".", "\n"). Encoding applies the merges in the order learned.
 
-But: no bytes (a character the corpus never used is refused), no special tokens.
-Ctrl-C ends in a traceback; a file it was writing is left whole.
+No bytes (a character the corpus never used is refused), no special tokens; Ctrl-C: a traceback.
 
 Run:
     python3 bpe.py            the merges it learns from corpus.txt, two sentences in tokens
@@ -364,6 +363,9 @@ def check_text(text, alphabet):
 
 
 def check_ids(ids, vocab_size):
+    wrong = [i for i in ids if type(i) is not int]
+    if wrong:       # True would be token 1, silently
+        raise TypeError(f"token ids must be ints, not one holding {wrong[0]!r:.20}")
     outside = [i for i in ids if not 0 <= i < vocab_size]
     if outside:     # -1 would be the last token, silently
         raise ValueError(f"token ids outside the vocabulary of size {vocab_size}: {outside[:5]}")

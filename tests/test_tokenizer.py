@@ -224,6 +224,7 @@ class TheLabsTokenizerTests(unittest.TestCase):
                  ValueError, "no pair left to merge"),
                 ("encode 'Mia'", lambda: tok.encode("Mia"), ValueError, "'M' at position 0"),
                 *[(f"decode {i}", lambda i=i: tok.decode([0, i]), ValueError,
-                   "outside the vocabulary") for i in (96, -1)]):
+                   "outside the vocabulary") for i in (96, -1)],
+                ("decode True", lambda: tok.decode([0, True]), TypeError, "not one holding True")):
             with self.subTest(case=case), self.assertRaisesRegex(exception, message):
                 call()
