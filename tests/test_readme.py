@@ -1,5 +1,6 @@
 """What README.md says is true: its excerpts of output are what the commands print, its figures
-are the lab's, the tests it names exist, its break-it exercises fail the tests it says, and its
+are the lab's, the tests it names exist (and the lesson's command runs its twelve, in its order),
+its break-it exercises fail the tests it says, and its
 training loop, taken from its text, runs."""
 import contextlib
 import io
@@ -55,6 +56,20 @@ class ReadmeTests(unittest.TestCase):
         named = set(re.findall(r"`(test_\w+)`", README))
         self.assertGreaterEqual(len(named), 2)
         self.assertEqual(named - {name for _, name in TWELVE}, set())
+
+    def test_the_lesson_s_command_runs_its_twelve_tests_in_its_order(self):
+        lesson = ("Recorded.test_recorded_trace Mechanism.test_gradients_match_finite_differences "
+                  "Mechanism.test_layernorm_centers_and_scales_each_row "
+                  "Mechanism.test_layernorm_backward_with_nonunit_gains "
+                  "Mechanism.test_later_token_does_not_change_earlier_logits "
+                  "Mechanism.test_unused_positions_get_zero_gradient "
+                  "FailureCases.test_without_positions_the_last_position_cannot_see_word_order "
+                  "FailureCases.test_earlier_positions_still_differ_without_positions "
+                  "FailureCases.test_sequence_longer_than_positions "
+                  "FailureCases.test_token_id_outside_vocabulary FailureCases.test_empty_sequence "
+                  "FailureCases.test_targets_must_match_positions").split()
+        suite = unittest.defaultTestLoader.loadTestsFromName("test_model")  # as -v test_model.py
+        self.assertEqual([test.id() for test in suite], [f"test_model.{n}" for n in lesson])
 
     def test_each_break_it_fails_and_skips_the_tests_it_says(self):
         section = README[README.index("## Break it on purpose"):]
