@@ -1,7 +1,6 @@
 """What README.md says is true: its excerpts of output are what the commands print, its figures
 are the lab's, the tests it names exist (and the lesson's command runs its twelve, in its order),
-its break-it exercises fail the tests it says, and its
-training loop, taken from its text, runs."""
+its break-it exercises fail the tests it says, and its training loop, taken from its text, runs."""
 import contextlib
 import io
 import os
