@@ -289,8 +289,9 @@ class LearnerMistakes(unittest.TestCase):
     def test_each_function_blanked_and_put_back_with_tools_exercise_py(self):
         """In a scratch folder, tools/exercise.py blanks each lesson function in turn: the
         twelve's first failure names it and it alone fails, trace_block.py says in one line
-        that it is to write; --restore NAME puts it back; --restore asks before it puts an
-        original over a function written since, and then model.py is back byte for byte."""
+        that it is to write; --restore NAME puts it back; the listing tells blank from written;
+        --restore asks before it puts an original over a function written since, and then
+        model.py is back byte for byte."""
         exercise = exercise_program()
         with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
             model_py = Path(tmp, "model.py")
@@ -320,6 +321,10 @@ class LearnerMistakes(unittest.TestCase):
                 written = model_py.read_text("utf-8").replace(
                     "raise NotImplementedError('softmax is", "return scores  # ('softmax is")
                 model_py.write_text(written, "utf-8")
+                listing = run_main(exercise.main)[1].splitlines()[1:]
+                states = {line.split()[0]: " ".join(line.split()[1:]) for line in listing}
+                self.assertEqual((states["forward"], states["softmax"], states["backward"]),
+                                 ("blank", "written since it was blanked", ""))
                 for answer in ("n", "", EOFError()):      # no, Enter, no one to answer
                     self.assertEqual(exercise.restore(None, ask=answering(answer)), 1)
                     self.assertEqual(model_py.read_text("utf-8"), written)
