@@ -79,7 +79,7 @@ def load_tokenizer():
     """The lab's trained tokenizer, tokenizer.json beside this file."""
     try:
         tok = Tokenizer.load(TOKENIZER_FILE)
-    except ValueError as problem:       # the file is there, but not a tokenizer
+    except (FileNotFoundError, ValueError) as problem:     # missing, or not a tokenizer
         raise FileProblem(f"{problem}. Run: python3 bpe.py --write") from None
     return check_sentences(tok)
 

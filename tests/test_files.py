@@ -34,7 +34,7 @@ class FileTests(unittest.TestCase):
             ({"tokenizer_json": b""}, trace_block.main, [], ["tokenizer.json is empty"]),
             ({"tokenizer_json": b"\xff\xfe"}, trace_block.main, [], ["not UTF-8 text"]),
             ({"tokenizer_json": None}, trace_block.main, ["--write"],
-             ["tokenizer.json: no such file", "python3 bpe.py --write"]),
+             ["No such file", "tokenizer.json'. Run: python3 bpe.py --write"]),
             ({"corpus_txt": b""}, trace_block.main, [], ["corpus.txt is empty"]),
             ({"corpus_txt": FIRST}, bpe.main, ["--write"], ["line 1 does not end with a newline"]),
             ({"corpus_txt": b"mia \xe9\n"}, bpe.main, [], ["corpus.txt is not UTF-8 text"]),
@@ -54,7 +54,7 @@ class FileTests(unittest.TestCase):
     def test_the_twelve_fail_once_and_first_name_the_lab_file_not_a_lesson_function(self):
         from tests.test_mistakes import first_line, run_with
         trace = (LAB / "block-trace.json").read_bytes()
-        for files, said in (({"tokenizer_json": None}, "FileNotFoundError: [Errno 2] No such"),
+        for files, said in (({"tokenizer_json": None}, "FileProblem: [Errno 2] No such"),
                             ({"corpus_txt": CORPUS.replace(b"\n", b"\r\n")},
                              "FileProblem: corpus.txt line 1 ends with \\r\\n"),
                             ({"block_trace_json": trace.replace(b"\n", b"\r\n")},
