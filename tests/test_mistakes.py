@@ -3,8 +3,8 @@ the failure that names it: the diagnosis names the lesson function of each; the 
 failure names it, for one mistake per function (at most four failing) and for each function
 blanked by tools/exercise.py (one failing); the lab's own tests catch what no lesson claim
 covers (softmax's shift against overflow, a sum not rounded once, a length refused, a cache or
-gradient rows shared). If model.py no longer holds the line a mistake edits, the test fails and says which:
-it never passes in silence."""
+gradient rows shared). If model.py no longer holds the line a mistake edits, the test fails
+and says which: it never passes in silence."""
 import ast
 import contextlib
 import importlib.util
@@ -273,6 +273,18 @@ class LearnerMistakes(unittest.TestCase):
     def test_one_slip_met_by_three_tests_fails_one_however_its_message_is_worded(self):
         one_row = planted(("        d_logits.append(d_row)\n", "        d_logits = d_row\n"))
         self.assertEqual(counted(one_row, TWELVE), (1, 2))      # the shapes in it differ
+
+    def test_a_sum_not_rounded_once_that_moves_the_trace_is_named_with_math_fsum(self):
+        """The mix added left to right: test 1's figures move (by 4e-17, the order gap), though
+        no function is off its checks beyond the last bit: its first line names the function."""
+        left_to_right = ("    mixed = []\n    for w_row in weights:\n        acc = [0.0] * len(v[0])\n"
+                         "        for w, v_row in zip(w_row, v):\n"
+                         "            acc = [a + w * v_c for a, v_c in zip(acc, v_row)]\n"
+                         "        mixed.append(acc)\n")
+        result = run_with(planted(("    mixed = matmul(weights, v)", left_to_right)), TWELVE)
+        message = first_line(result)
+        self.assertTrue(message.startswith("attention_forward: mixed["), message)
+        self.assertIn("math.fsum", message)
 
     def test_caches_without_the_entries_only_the_diagnosis_reads_pass(self):
         module = planted(('"x1": x1, ', ""), ('"x2": x2, ', ""), ('"scores": scores, ', ""))
