@@ -106,12 +106,13 @@ class ExactSumTests(unittest.TestCase):
         e = [math.exp(-X1), 1.0, math.exp(-X2)]
         self.assertEqual(exact(e), ROUNDED_ONCE)
         # the maximum never first: exp(800) overflows if a row is shifted by its first score;
-        # the last row's e_j / total are not e_j · (1 / total)
+        # row 2's e_j / total are not e_j · (1 / total); a score of -inf weighs exactly 0
         e3 = [math.exp(-2.0), math.exp(-1.0), 1.0]
         self.assert_rounded_once("softmax", model.softmax([[-X1, 0.0, -X2], [-800.0, 0.0, 0.0],
-                                                           [-2.0, -1.0, 0.0]]),
+                                                           [-2.0, -1.0, 0.0],
+                                                           [-math.inf, 0.0, -math.inf]]),
                                  [[v / ROUNDED_ONCE for v in e], [0.0, 0.5, 0.5],
-                                  [v / exact(e3) for v in e3]])
+                                  [v / exact(e3) for v in e3], [0.0, 1.0, 0.0]])
         # weights of powers of 2 whose products make a trap; then weights of no power of 2
         w, d_w = [0.5, 0.25, 0.125, 0.125], [2.0, 2.0 ** -52, 2.0 ** -51, 2.0 ** -103]
         rng = random.Random(3)
@@ -239,7 +240,8 @@ class LargeScoreTests(unittest.TestCase):
         weights = self.on_large_scores("softmax", scores)
         for row, w in zip(scores, weights):
             e = [math.exp(z - max(row)) for z in row]
-            self.assertEqual(w, [v / exact(e) for v in e])
+            for found, want in zip(w, [v / exact(e) for v in e]):
+                self.assertAlmostEqual(found, want, places=15, msg=f"softmax: {row} gives {w}")
 
     def test_the_loss_with_scores_in_the_thousands(self):
         logits = [[1000.0, 1001.0, 1002.0], [-5000.0, 3000.0, 2990.0]]   # exp(-8000) is 0.0
