@@ -303,7 +303,10 @@ def check_softmax_backward(module):
 
 def check_attention_backward(module):
     p, x, d_out = case("attention")
-    grads, d_x = module.attention_backward(p, module.attention_forward(p, x)[1], d_out)
+    _, cache = module.attention_forward(p, x)
+    grads, d_x = module.attention_backward(p, cache, d_out)
+    if cache != module.attention_forward(p, x)[1]:
+        return "attention_backward changed the cache in place: make new lists"
     if not isinstance(grads, dict):
         return f"attention_backward: its first output is a {type(grads).__name__}, not a dict"
     if sorted(grads) != sorted(p):

@@ -139,6 +139,9 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
     ("attention_backward steps 5 and 4", "d_v from the weights untransposed",
      ("matmul(transpose(weights), d_mixed)", "matmul(weights, d_mixed)")),
     ("attention_backward", "a gradient misnamed", ('"Wo": d_Wo}', '"W_o": d_Wo}')),
+    ("attention_backward", "d_scores written over the cache's weights, in place",
+     ("d_weights)             # (T, T)\n", "d_weights)\n    for row, d_row in zip(weights, "
+      "d_scores):\n        row[:] = d_row\n    d_scores = weights\n")),
     ("forward step 1:", "a position looked up by the token",
      ('p["pos_emb"][:len(ids)]', '[p["pos_emb"][i % len(p["pos_emb"])] for i in ids]')),
     ("forward step 2:", "a skip path dropped", ("x1 = add(x0, a)", "x1 = a")),
