@@ -280,8 +280,8 @@ class LearnerMistakes(unittest.TestCase):
     def test_a_sum_not_rounded_once_that_moves_the_trace_is_named_with_math_fsum(self):
         """The mix added left to right: test 1's figures move (by 4e-17, the order gap), though
         no function is off its checks beyond the last bit: its first line names the function."""
-        left_to_right = ("    mixed = []\n    for w_row in weights:\n        acc = [0.0] * len(v[0])\n"
-                         "        for w, v_row in zip(w_row, v):\n"
+        left_to_right = ("    mixed = []\n    for w_row in weights:\n"
+                         "        acc = [0.0] * len(v[0])\n        for w, v_row in zip(w_row, v):\n"
                          "            acc = [a + w * v_c for a, v_c in zip(acc, v_row)]\n"
                          "        mixed.append(acc)\n")
         result = run_with(planted(("    mixed = matmul(weights, v)", left_to_right)), TWELVE)
