@@ -463,15 +463,15 @@ def model_frames(error):
 
 def raised(error):
     """The error in one line, with the line of the last lesson function in model.py that it
-    went through, if it went through one (not the helper that this line called):
-    "IndexError: list index out of range (model.py line 312, in forward)"."""
+    went through, if it went through one, or of code within it (not a helper of model.py that
+    it called): "IndexError: list index out of range (model.py line 312, in forward)"."""
     said = f"{type(error).__name__}: {error}"
     frames = model_frames(error)
     lesson = [n for n, f in enumerate(frames) if f.name in LESSON]
     if lesson:
         line = frames[lesson[-1]]
         for inner in frames[lesson[-1] + 1:]:
-            if not inner.name.startswith("<"):      # a helper, not a comprehension within
+            if hasattr(model, inner.name):      # a helper, not a comprehension or def within
                 break
             line = inner
         said += f" (model.py line {line.lineno}, in {frames[lesson[-1]].name})"

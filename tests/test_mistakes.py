@@ -289,6 +289,22 @@ class LearnerMistakes(unittest.TestCase):
         self.assertTrue(message.startswith("attention_forward: mixed["), message)
         self.assertIn("math.fsum", message)
 
+    def test_an_error_is_given_with_the_line_of_model_py_that_raised_it(self):
+        """The lesson function's line that called a helper which raised (not the helper's), or
+        a line of a def within the function."""
+        old = "centred = [x_j - mean for x_j in row]"
+        for new, raising in (("centred = matmul([row], [[1.0]])", "centred = matmul"), (
+                "def shifted():\n            return [row[j] - mean for j in range(d + 1)]\n"
+                "        centred = shifted()", "return [row[j]")):
+            with self.subTest(raising=raising):
+                source = SOURCE.replace(old, new)
+                line = source[:source.index(raising)].count("\n") + 1
+                try:
+                    planted((old, new)).layernorm_forward(*diagnosis.case("layer norm")[:3])
+                except (ValueError, IndexError) as error:
+                    said = diagnosis.raised(error)
+                self.assertIn(f"(model.py line {line}, in layernorm_forward)", said)
+
     def test_caches_without_the_entries_only_the_diagnosis_reads_pass(self):
         module = planted(('"x1": x1, ', ""), ('"x2": x2, ', ""), ('"scores": scores, ', ""))
         self.assertIsNone(diagnosis.first_wrong(module))
