@@ -182,6 +182,14 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
     ("init_params draws other numbers", "drawn column by column",
      ("[[rng.gauss(0.0, 0.02) for _ in range(m[0])] for _ in range(n)]",
       "[list(c) for c in zip(*[[rng.gauss(0.0, 0.02) for _ in range(n)] for _ in range(m[0])])]"))]
+EACH_FAILS = {    # each of the twelve, by number: a mistake it must fail on (one near its bound)
+    1: "ε a tenth of EPS", 2: "a masked score weighed", 3: "the variance over d - 1",
+    4: "ε outside the root", 5: "a mask that sees one ahead",
+    6: "pos_emb's gradient without positions", 7: "one maximum for all rows",
+    8: "use_positions=False ignored", 9: ('if len(ids) > sizes["P"]:', 'if len(ids) > 65:'),
+    10: ("not 0 <= i < vocab", "not 0 <= i <= vocab"),
+    11: ('raise ValueError("empty sequence")', 'raise ValueError("no tokens")'),
+    12: ("if len(targets) != len(logits):", "if len(targets) > len(logits):")}
 LARGE = [(math_tests.LargeScoreTests, "test_softmax_with_scores_in_the_thousands"),
          (math_tests.LargeScoreTests, "test_the_loss_with_scores_in_the_thousands")]
 LENGTHS = [(math_tests.GradientTests, "test_forward_takes_every_length_from_1_to_its_positions")]
@@ -272,6 +280,16 @@ class LearnerMistakes(unittest.TestCase):
                 result = run_with(planted(*edits_of(edit)), TWELVE)
                 self.assertTrue(first_line(result).startswith(verdict), first_line(result))
                 self.assertLessEqual(len(result.failures + result.errors), 4)
+
+    def test_each_of_the_twelve_fails_on_a_mistake_in_what_it_names(self):
+        """Each run alone (so that nothing it rests on skips it); 2 and 4 near their bounds:
+        a masked score weighed puts a gradient 4e-7 off, ε outside the root 4e-5."""
+        edits = {what: edit for _, what, edit in MISTAKES}
+        for number, mistake in EACH_FAILS.items():
+            with self.subTest(test=number):
+                edit = edits_of(edits[mistake]) if isinstance(mistake, str) else [mistake]
+                result = run_with(planted(*edit), [TWELVE[number - 1]])
+                self.assertEqual(len(result.failures + result.errors), 1, mistake)
 
     def test_one_slip_met_by_three_tests_fails_one_however_its_message_is_worded(self):
         one_row = planted(("        d_logits.append(d_row)\n", "        d_logits = d_row\n"))
