@@ -126,6 +126,21 @@ class TheLabsTokenizerTests(unittest.TestCase):
         self.assertEqual(bpe.read_corpus(LAB / "corpus.txt"), made, "corpus.txt is not what "
                          "python3 tools/make_corpus.py writes: stories belong in tools/stories.txt")
 
+    def test_make_corpus_check_names_each_of_its_three_files_that_it_would_write_otherwise(self):
+        tool = make_corpus()
+        with lab_copy() as folder:
+            tool.QUOTAS_PATH = str(folder / "quotas.json")
+            (folder / "quotas.json").write_bytes((LAB / "tools" / "quotas.json").read_bytes())
+            self.assertEqual(run_main(tool.main, "--check")[0], 0)
+            for name in ("corpus.txt", "quotas.json", "tokenizer.json"):
+                with self.subTest(file=name):
+                    kept = (folder / name).read_bytes()
+                    (folder / name).write_bytes(kept + b"\n")
+                    code, _, err = run_main(tool.main, "--check")
+                    (folder / name).write_bytes(kept)
+                    self.assertEqual(code, 1)
+                    self.assertIn(f"{name}; run: python3 tools/make_corpus.py", err)
+
     @unittest.skipIf(tokenizers is None, "Hugging Face tokenizers is not installed")
     def test_hugging_face_tokenizers_encodes_the_corpus_as_bpe_py_does(self):
         """A tokenizers BPE built from tokenizer.json's vocab, merges and pattern (a regular
