@@ -338,8 +338,8 @@ class LearnerMistakes(unittest.TestCase):
     def test_each_function_blanked_and_put_back_with_tools_exercise_py(self):
         """In a scratch folder, tools/exercise.py blanks each lesson function in turn: the
         twelve's first failure names it and it alone fails, trace_block.py says in one line
-        that it is to write; --restore NAME puts it back; the listing tells blank from written;
-        --restore asks before it puts an original over a function written since, and then
+        that it is to write; --restore NAME puts it back; a second --keep, a break-it not put
+        back, is refused; the listing tells blank from written; --restore asks before it puts an original over a function written since, and then
         model.py is back byte for byte."""
         exercise = exercise_program()
         with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
@@ -362,10 +362,12 @@ class LearnerMistakes(unittest.TestCase):
                         self.assertEqual(exercise.restore(name), 0)
                         self.assertEqual(model_py.read_text("utf-8"), SOURCE)
                         self.assertFalse(Path(tmp, ".exercise").exists())   # nothing stale
+                exercise.keep()         # before a break-it; then a second --keep, not restored
+                model_py.write_text(SOURCE.replace("if use_positions:", "if False:"), "utf-8")
+                self.assertEqual(run_main(exercise.main, "--keep")[0], 1)
+                self.assertEqual(Path(kept["KEPT"]).read_text("utf-8"), SOURCE)
+                exercise.restore(None)
                 exercise.blank("softmax")
-                original = Path(kept["KEPT"]).read_bytes()
-                self.assertEqual(run_main(exercise.main, "--keep")[0], 1)     # stubs never kept
-                self.assertEqual(Path(kept["KEPT"]).read_bytes(), original)
                 exercise.blank("forward")
                 written = model_py.read_text("utf-8").replace(
                     "raise NotImplementedError('softmax is", "return scores  # ('softmax is")

@@ -164,9 +164,9 @@ def main(argv=None):
     if args.name is not None and args.name not in FORMULAS:
         return bpe.report(f"tools/exercise.py: {args.name!r} is not a lesson function; "
                           f"these are: {', '.join(FORMULAS)}")
-    if args.keep and read_blanked():
-        return bpe.report(f"tools/exercise.py: {', '.join(read_blanked())} blanked earlier: "
-                          f"--restore first, so that the kept model.py is the original")
+    if args.keep and os.path.exists(KEPT) and bpe.read_text(KEPT) != bpe.read_text(MODEL):
+        return bpe.report("tools/exercise.py: model.py has changed since it was kept: "
+                          "--restore first, so that the kept model.py stays the original")
     action = show
     if args.keep:
         action = keep
