@@ -20,6 +20,10 @@ import trace_block
 REFERENCE = Path(__file__).with_name("reference.json")
 TOLERANCE = 1e-6    # |backward - central difference|, relative to max(1, |central difference|)
 REPEATED = [7, 89, 46, 7, 85, 30, 89, 53, 4]    # token IDs; 7 and 89 repeat
+# exp(-X1) lies just below 2**-53 and exp(-X2) just above what it lacks: [1, exp(-X1),
+# exp(-X2)], a softmax's terms before dividing, make a trap like [1, 2**-53, 2**-106].
+X1 = 53 * math.log(2) + 1e-10
+X2 = -math.log((2.0 ** -53 - math.exp(-X1)) * (1 + 5e-7))
 
 
 ################ The inputs and the outputs
@@ -48,10 +52,13 @@ def case(name):
         return [[rng.gauss(0.0, scale) for _ in range(cols)] for _ in range(rows)]
     if name == "layer norm":
         g = [rng.uniform(0.5, 1.5) for _ in range(5)]
-        return matrix(3, 5, scale=2.0), g, matrix(1, 5, scale=0.5)[0], matrix(3, 5)
+        x, b, dy = matrix(3, 5, scale=2.0), matrix(1, 5, scale=0.5)[0], matrix(5, 5)
+        # and two rows whose mean, or variance, comes out otherwise unless rounded once
+        x += [[1.0, 2.0 ** -54, 2.0 ** -54, 2.0 ** -106, 0.0], [0.1, 0.2, 0.3, 0.7, 1.1]]
+        return x, g, b, dy
     if name == "softmax":
         scores = [row[:i + 1] + [-math.inf] * (3 - i) for i, row in enumerate(matrix(4, 4, 2.0))]
-        return scores, matrix(4, 4)
+        return scores + [[-X1, 0.0, -X2, -math.inf]], matrix(5, 4)    # its total: a trap
     if name == "attention":
         p = {w: matrix(4, 4, scale=0.8) for w in ("Wq", "Wk", "Wv", "Wo")}
         return p, matrix(5, 4), matrix(5, 4)

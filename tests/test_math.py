@@ -13,7 +13,7 @@ import bpe
 import model
 import trace_block
 from test_model import series, tokenizer
-from tests.diagnosis import REPEATED, apart, raised, tiny
+from tests.diagnosis import REPEATED, X1, X2, apart, raised, tiny
 from tests import LAB, diagnosis, run_script
 
 
@@ -58,10 +58,6 @@ def product(a, b):
 # their own sum to 2**-53, lands on the tie and says 1.0 too. Rounded once: 1.0000000000000002.
 TRAP = [1.0, 2.0 ** -54, 2.0 ** -54, 2.0 ** -106]
 ROUNDED_ONCE = 1.0 + 2.0 ** -52
-# exp(-X1) lies just below 2**-53 and exp(-X2) just above what it lacks: [1, exp(-X1),
-# exp(-X2)], a softmax's terms before dividing, make a trap like [1, 2**-53, 2**-106].
-X1 = 53 * math.log(2) + 1e-10
-X2 = -math.log((2.0 ** -53 - math.exp(-X1)) * (1 + 5e-7))
 I4 = [[1.0 if r == c else 0.0 for c in range(4)] for r in range(4)]
 
 

@@ -416,7 +416,8 @@ class LearnerMistakes(unittest.TestCase):
     def test_every_sum_not_rounded_once_is_named_with_its_function_and_math_fsum(self):
         """Each math.fsum of model.py replaced, one at a time, by a sum added left to right
         and, from Python 3.12, by the built-in sum() (compensated): the exact-sum test fails,
-        its first line naming the function that holds the sum, and math.fsum. One sum, the
+        its first line naming the function that holds the sum, and math.fsum; the diagnosis
+        names that lesson function or none (its reference inputs hold traps). One sum, the
         loss's top + log(total) - target, rounds as fsum does under 3.12's sum() on every input
         we could build, so there sum() is not planted."""
         loss_terms = SOURCE.find("fsum((top, log(total), -row[target]))")
@@ -432,6 +433,9 @@ class LearnerMistakes(unittest.TestCase):
                     message = first_line(run_with(module, EXACT_SUMS))
                     self.assertTrue(message.startswith(f"{function}: a sum is not rounded "
                                                        f"once (use math.fsum)"), message)
+                    if function in diagnosis.LESSON:    # the diagnosis: it, or none
+                        found = diagnosis.first_wrong(module)
+                        self.assertTrue(found is None or found.startswith(function), found)
 
 
 def exercise_program():
