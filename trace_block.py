@@ -23,7 +23,6 @@ from bpe import FileProblem, Tokenizer
 HERE = Path(__file__).resolve().parent
 TRACE_FILE = HERE / "block-trace.json"
 TOKENIZER_FILE = HERE / "tokenizer.json"
-CORPUS_FILE = HERE / "corpus.txt"
 
 SERIES = {"d": 16, "hidden": 64, "max_len": 64, "seed": 3}   # the series' model: 7,440 numbers
 TINY = {"d": 4, "hidden": 8, "max_len": 8, "seed": 3}       # the small copy: 1,060 numbers
@@ -42,7 +41,7 @@ def trace(tok=None, story=None):
     tok = load_tokenizer() if tok is None else check_sentences(tok)
     where = "the story"
     if story is None:                   # the first line of corpus.txt, with its newline
-        text = bpe.read_corpus(CORPUS_FILE)
+        text = bpe.read_corpus()
         where, story = "corpus.txt line 1, the first story,", text[:text.index("\n") + 1]
     ids = encode_story(tok, story, where)
     p = build(tok, SERIES)
@@ -234,9 +233,10 @@ def check(path=None, figures=None):
         return False, (f"{path.name} has \\r\\n (Windows) line ends; the lab's files use "
                        f"\\n: save it with LF line ends")
     try:
-        lines = differences(bpe.read_json(path), json.loads(fresh))
-    except FileProblem as problem:
-        lines = [str(problem).replace(str(path), "the file")]
+        old = bpe.read_json(path)
+    except FileProblem as problem:      # empty, not UTF-8, not JSON: nothing to compare
+        return False, f"{problem}: python3 trace_block.py --write records it afresh"
+    lines = differences(old, json.loads(fresh))
     if not lines:
         lines = ["the figures agree, but the layout differs"]
     text = "\n".join([f"{path.name} is out of date:"] + ["  " + line for line in lines])

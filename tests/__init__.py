@@ -66,8 +66,7 @@ def lab_copy(**changed):
             if data is not None:
                 (folder / name).write_bytes(data)
         with mock.patch.multiple(trace_block, TRACE_FILE=folder / "block-trace.json",
-                                 TOKENIZER_FILE=folder / "tokenizer.json",
-                                 CORPUS_FILE=folder / "corpus.txt"), \
+                                 TOKENIZER_FILE=folder / "tokenizer.json"), \
                 mock.patch.multiple(bpe, CORPUS_PATH=str(folder / "corpus.txt"),
                                     TOKENIZER_PATH=str(folder / "tokenizer.json")):
             yield folder

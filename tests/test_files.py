@@ -46,7 +46,11 @@ class FileTests(unittest.TestCase):
             ({"corpus_txt": FIRST + b" mia has a red hat." * 6 + CORPUS[len(FIRST):]},
              trace_block.main, [], ["corpus.txt line 1, the first story, holds", "from 2 to 65"]),
             ({"corpus_txt": b"Mia" + CORPUS[3:]}, trace_block.main, [],
-             ["corpus.txt line 1, the first story,: character 'M'", "python3 bpe.py --check"])]
+             ["corpus.txt line 1, the first story,: character 'M'", "python3 bpe.py --check"]),
+            ({"block_trace_json": b""}, trace_block.main, ["--check"],
+             ["block-trace.json is empty: python3 trace_block.py --write"]),
+            ({"block_trace_json": b'{"story": "mia'}, trace_block.main, ["--check"],
+             ["block-trace.json is not plain JSON", "--write records it afresh"])]
         for files, main, args, parts in cases:      # block-trace.json missing: test_trace
             with self.subTest(files=str(files)[:60], args=args), lab_copy(**files):
                 self.assert_one_line(*run_main(main, *args), *parts)

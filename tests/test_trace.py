@@ -82,7 +82,6 @@ class CommandLineTests(unittest.TestCase):
                      "on purpose? Then: python3 trace_block.py --write",
                      "test_model.py names the function"]),
                  (trace.replace(b"\n", b"\r\n"), ["has \\r\\n (Windows) line ends", "save it with LF"]),
-                 (b"{ not json", ["the file is not plain JSON"]),
                  (trace_block.to_json({k: v for k, v in recorded().items() if k != "uniform_loss"})
                   .encode(), ["uniform_loss: (missing) -> 4.5643"]),
                  (trace.replace(b'  "story"', b'"story"'), ["the layout differs"])]
