@@ -9,6 +9,7 @@ import ast
 import contextlib
 import importlib.util
 import io
+import shutil
 import sys
 import tempfile
 import tokenize
@@ -339,8 +340,9 @@ class LearnerMistakes(unittest.TestCase):
         """In a scratch folder, tools/exercise.py blanks each lesson function in turn: the
         twelve's first failure names it and it alone fails, trace_block.py says in one line
         that it is to write; --restore NAME puts it back; a second --keep, a break-it not put
-        back, is refused; the listing tells blank from written; --restore asks before it puts an original over a function written since, and then
-        model.py is back byte for byte."""
+        back, is refused, and so is blanking a function written since, or keeping a stub as the
+        original; the listing tells blank from written; --restore asks before it puts an
+        original over a function written since, and then model.py is back byte for byte."""
         exercise = exercise_program()
         with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
             model_py = Path(tmp, "model.py")
@@ -376,12 +378,18 @@ class LearnerMistakes(unittest.TestCase):
                 states = {line.split()[0]: " ".join(line.split()[1:]) for line in listing}
                 self.assertEqual((states["forward"], states["softmax"], states["backward"]),
                                  ("blank", "written since it was blanked", ""))
+                self.assertEqual(run_main(exercise.main, "softmax")[0], 1)   # not over it
+                self.assertEqual(model_py.read_text("utf-8"), written)
                 for answer in ("n", "", EOFError()):      # no, Enter, no one to answer
                     self.assertEqual(exercise.restore(None, ask=answering(answer)), 1)
                     self.assertEqual(model_py.read_text("utf-8"), written)
                 self.assertEqual(exercise.restore(None, ask=lambda question: "y"), 0)
                 self.assertEqual(model_py.read_text("utf-8"), SOURCE)
                 self.assertFalse(Path(tmp, ".exercise").exists())   # a later blank keeps anew
+                exercise.blank("softmax")
+                shutil.rmtree(Path(tmp, ".exercise"))       # lost: a stub is no original
+                self.assertEqual(run_main(exercise.main, "forward")[0], 1)
+                self.assertFalse(Path(tmp, ".exercise").exists())
 
     def test_with_several_blank_a_mistake_comes_first_then_the_first_blank(self):
         """Blanks in the lesson's order, however the checks run (forwards first); but a

@@ -79,19 +79,37 @@ def read_blanked():
     return bpe.read_text(BLANKED).split() if os.path.exists(BLANKED) else []
 
 
+def blanks(source):
+    """The lesson functions that are stubs in source."""
+    found = functions(source)
+    return [n for n in FORMULAS if n in found and found[n][1] == stub(*found[n])]
+
+
 def keep():
-    """Keep model.py as it is now, for --restore."""
+    """Keep model.py as it is now, for --restore: never a changed one over the kept one, nor
+    one that holds a stub (it would be the original that --restore puts back)."""
+    source = bpe.read_text(MODEL)
+    if os.path.exists(KEPT) and bpe.read_text(KEPT) != source:
+        return bpe.report("tools/exercise.py: model.py has changed since it was kept: "
+                          "--restore first, so that the kept model.py stays the original")
+    stubs = ", ".join(blanks(source))
+    if stubs:
+        return bpe.report(f"tools/exercise.py: model.py holds a stub ({stubs}) and no "
+                          f"original is kept: write it, or get the lab's model.py back")
     os.makedirs(os.path.dirname(KEPT), exist_ok=True)
-    bpe.write_texts({KEPT: bpe.read_text(MODEL), BLANKED: ""})
+    bpe.write_texts({KEPT: source, BLANKED: ""})
     print("kept model.py as it is now: python3 tools/exercise.py --restore puts it back")
     return 0
 
 
 def blank(name):
     """Blank one lesson function, keeping the original model.py first if none is kept."""
-    if not os.path.exists(KEPT):
-        keep()
+    if not os.path.exists(KEPT) and keep():
+        return 1
     source = bpe.read_text(MODEL)
+    if written_since(source, bpe.read_text(KEPT), [name]):
+        return bpe.report(f"tools/exercise.py: you have written {name} since it was blanked;"
+                          f" to blank it again, first --restore {name} (it asks)")
     node, text = functions(source)[name]
     blanked = sorted(set(read_blanked()) | {name})
     bpe.write_texts({MODEL: replaced(source, name, stub(node, text)),
@@ -144,10 +162,10 @@ def written_since(source, kept, names):
 def show():
     """The functions it can blank, each with its state, and how to blank one."""
     source = bpe.read_text(MODEL)
+    stubs = blanks(source)
     print("The lesson functions; python3 tools/exercise.py NAME blanks one:")
     for name in FORMULAS:
-        node, text = functions(source)[name]
-        state = "blank" if text == stub(node, text) else ""
+        state = "blank" if name in stubs else ""
         if not state and name in read_blanked():
             state = "written since it was blanked"
         print(f"  {name:20} {state}".rstrip())
@@ -164,9 +182,6 @@ def main(argv=None):
     if args.name is not None and args.name not in FORMULAS:
         return bpe.report(f"tools/exercise.py: {args.name!r} is not a lesson function; "
                           f"these are: {', '.join(FORMULAS)}")
-    if args.keep and os.path.exists(KEPT) and bpe.read_text(KEPT) != bpe.read_text(MODEL):
-        return bpe.report("tools/exercise.py: model.py has changed since it was kept: "
-                          "--restore first, so that the kept model.py stays the original")
     action = show
     if args.keep:
         action = keep
