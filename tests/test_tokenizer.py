@@ -141,6 +141,24 @@ class TheLabsTokenizerTests(unittest.TestCase):
                     self.assertEqual(code, 1)
                     self.assertIn(f"{name}; run: python3 tools/make_corpus.py", err)
 
+    def test_make_corpus_refuses_a_line_of_tools_that_it_cannot_use_and_names_it(self):
+        tool = make_corpus()
+        plots = (LAB / "tools" / "plots.txt").read_text("utf-8")
+        cases = [(tool.read_plots, "plots.txt", plots.replace("@thing hat", "@things hat"),
+                  "plots.txt: no word list for ['thing']"),
+                 (tool.read_plots, "plots.txt", plots.replace("| blue", "| Blue"),
+                  "plots.txt line 27: characters outside the alphabet ['B']"),
+                 (tool.read_stories, "stories.txt", "Mia has a hat.\n",
+                  "stories.txt line 1: 'Mia': a story is written in lower case"),
+                 (tool.read_quotas, "quotas.json", '{"quotas": {"colour:red": 3.5}}',
+                  'quotas.json: its "quotas" map each kind:word to a whole number')]
+        for read, name, text, said in cases:
+            with self.subTest(said=said), tempfile.TemporaryDirectory() as folder:
+                Path(folder, name).write_text(text, "utf-8")
+                with self.assertRaises(bpe.FileProblem) as refused:
+                    read(os.path.join(folder, name))
+                self.assertIn(said, str(refused.exception))
+
     @unittest.skipIf(tokenizers is None, "Hugging Face tokenizers is not installed")
     def test_hugging_face_tokenizers_encodes_the_corpus_as_bpe_py_does(self):
         """A tokenizers BPE built from tokenizer.json's vocab, merges and pattern (a regular
