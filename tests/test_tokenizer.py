@@ -151,7 +151,7 @@ class TheLabsTokenizerTests(unittest.TestCase):
                  (tool.read_stories, "stories.txt", "Mia has a hat.\n",
                   "stories.txt line 1: 'Mia': a story is written in lower case"),
                  (tool.read_quotas, "quotas.json", '{"quotas": {"colour:red": 3.5}}',
-                  'quotas.json: its "quotas" map each kind:word to a whole number')]
+                  'quotas.json: a quota is not a whole number')]
         for read, name, text, said in cases:
             with self.subTest(said=said), tempfile.TemporaryDirectory() as folder:
                 Path(folder, name).write_text(text, "utf-8")

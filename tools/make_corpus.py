@@ -440,11 +440,9 @@ def read_quotas(path=QUOTAS_PATH):
     """The stored quotas ({} without the file: the search starts from nothing)."""
     if not os.path.exists(path):
         return {}
-    stored = bpe.read_json(path)
-    quotas = stored.get("quotas") if isinstance(stored, dict) else None
-    if not (isinstance(quotas, dict) and all(type(n) is int for n in quotas.values())):
-        raise bpe.FileProblem(f"{os.path.relpath(path)}: its \"quotas\" map each kind:word "
-                              f"to a whole number")
+    quotas = bpe.read_json(path)["quotas"]
+    if not all(type(n) is int for n in quotas.values()):    # a hand edit
+        raise bpe.FileProblem(f"{os.path.relpath(path)}: a quota is not a whole number")
     return quotas
 
 
