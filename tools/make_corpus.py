@@ -464,7 +464,7 @@ def run(args):
     text = assemble(filler.stories(quotas), extra)
     tok, misplaced, split, _ = train(text)
     wrong = problem(misplaced, split)
-    if wrong and not args.check:        # --check: the files differ from what is on disk
+    if wrong and not args.check:        # --check never searches: it names the stale files
         print(f"the stored quotas do not keep the lesson's IDs ({wrong}); searching")
         search = Search(filler, extra)
         quotas = search.run(quotas)
