@@ -8,9 +8,11 @@ The inputs are small, random and seeded, gains and biases away from 1 and 0 and 
 from even, so that no mistake hides behind a 1, a 0 or an even share.
 """
 import json
+import linecache
 import math
 import operator
 import random
+import re
 import traceback
 from pathlib import Path
 
@@ -346,7 +348,8 @@ BACKWARD_STEPS = [   # the gradients in the order backward makes them, and the s
     ("W2 b2", "backward step 3: the MLP's second layer, from d_m = d_x2"),
     ("W1 b1", "backward step 3: the relu's gate (d_pre, where pre > 0), or the first layer"),
     ("ln2_g ln2_b", "backward step 3: LN2's layernorm_backward (its gain or cache)"),
-    ("Wo", "backward step 3's skip path or LN2's call: d_x1 = d_x2 + LN2's d_x, to attention"),
+    ("Wo", "backward step 3's skip path or LN2's call (d_x1 = d_x2 + LN2's d_x), or step 2's "
+           "d_a = d_x1: the gradient that reaches attention"),
     ("Wv Wq Wk", "backward step 2: attention_backward's call"),
     ("ln1_g ln1_b", "backward step 2: LN1's layernorm_backward (its gain or cache)"),
     ("pos_emb", "backward step 1: pos_emb's gradient, a row per position of d_x0"),
@@ -471,7 +474,8 @@ def model_frames(error):
 def raised(error):
     """The error in one line, with the line of the last lesson function in model.py that it
     went through, if it went through one, or of code within it (not a helper of model.py that
-    it called): "IndexError: list index out of range (model.py line 312, in forward)"."""
+    it called), and the step its "# N." comment heads: "IndexError: list index out of range
+    (model.py line 312, in forward step 4)"."""
     said = f"{type(error).__name__}: {error}"
     frames = model_frames(error)
     lesson = [n for n, f in enumerate(frames) if f.name in LESSON]
@@ -481,5 +485,16 @@ def raised(error):
             if hasattr(model, inner.name):      # a helper, not a comprehension or def within
                 break
             line = inner
-        said += f" (model.py line {line.lineno}, in {frames[lesson[-1]].name})"
+        said += f" (model.py line {line.lineno}, in {frames[lesson[-1]].name}{step(line)})"
     return said
+
+
+def step(frame):
+    """" step N" if the frame's line is under a "# N." comment of its function, else ""."""
+    for n in range(frame.lineno, 0, -1):
+        text = linecache.getline(frame.filename, n)
+        if text.startswith("def "):         # the lesson function's own, not one within it
+            return ""
+        if re.match(r" *# \d\.", text):
+            return f" step {text.split()[1][0]}"
+    return ""

@@ -9,6 +9,7 @@ import ast
 import contextlib
 import importlib.util
 import io
+import linecache
 import shutil
 import sys
 import tempfile
@@ -48,7 +49,9 @@ def planted(*edits):
 
 def module_of(source):
     module = types.ModuleType("model_with_a_mistake")
-    exec(compile(source, "model.py (a mistake planted)", "exec"), module.__dict__)
+    name = f"model.py (a mistake planted, {hash(source)})"
+    linecache.cache[name] = (len(source), None, source.splitlines(True), name)   # for steps
+    exec(compile(source, name, "exec"), module.__dict__)
     return module
 
 
@@ -170,6 +173,8 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
      ("d_pre = [[d_j if z > 0.0 else", "d_pre = [[d_j if True else")),
     ("backward step 3's skip path", "the skip path around the MLP",
      ("d_x1 = add(d_x2, d_x1_mlp)", "d_x1 = d_x1_mlp")),
+    ("backward step 3's skip path or LN2's call (d_x1 = d_x2 + LN2's d_x), or step 2's d_a",
+     "attention given d_x2", ("d_a = d_x1  ", "d_a = d_x2  ")),
     ("backward step 2's skip path", "the skip path around attention",
      ("add(d_x1, d_x0_att)", "d_x0_att")),
     ("backward step 1: pos_emb's", "positions in the wrong rows",
@@ -310,7 +315,7 @@ class LearnerMistakes(unittest.TestCase):
 
     def test_an_error_is_given_with_the_line_of_model_py_that_raised_it(self):
         """The lesson function's line that called a helper which raised (not the helper's), or
-        a line of a def within the function."""
+        a line of a def within the function, and the step it is under."""
         old = "centred = [x_j - mean for x_j in row]"
         for new, raising in (("centred = matmul([row], [[1.0]])", "centred = matmul"), (
                 "def shifted():\n            return [row[j] - mean for j in range(d + 1)]\n"
@@ -322,7 +327,7 @@ class LearnerMistakes(unittest.TestCase):
                     planted((old, new)).layernorm_forward(*diagnosis.case("layer norm")[:3])
                 except (ValueError, IndexError) as error:
                     said = diagnosis.raised(error)
-                self.assertIn(f"(model.py line {line}, in layernorm_forward)", said)
+                self.assertIn(f"(model.py line {line}, in layernorm_forward step 1)", said)
 
     def test_caches_without_the_entries_only_the_diagnosis_reads_pass(self):
         module = planted(('"x1": x1, ', ""), ('"x2": x2, ', ""), ('"scores": scores, ', ""))
