@@ -3,8 +3,7 @@
 Training numbers a text's characters 0..A-1 by code point (the base alphabet), then merges the
 most frequent pair of neighbouring tokens into a new token until the vocabulary has the size asked
 for, never across two chunks (" hat", ".", "\n"). Encoding applies the merges in the order learned.
-
-No bytes (a character the corpus never used is refused), no special tokens; Ctrl-C: a traceback.
+No bytes (a character the corpus never used is refused) and no special tokens.
 
 Run:
     python3 bpe.py            the merges it learns from corpus.txt, two sentences in tokens
@@ -154,6 +153,7 @@ class Tokenizer:
 
     def decode(self, ids):
         """The text of a list of token ids: their token strings joined."""
+        ids = list(ids)     # an iterator or a generator is read once, not used up by the check
         check_ids(ids, len(self.vocab))
         return "".join(self.vocab[i] for i in ids)
 

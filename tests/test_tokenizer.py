@@ -88,6 +88,7 @@ class TrainingTests(unittest.TestCase):
                      ",.,. ,", FIRST_STORY + "\n", bpe.read_corpus(LAB / "corpus.txt")[:3000]):
             with self.subTest(text=text[:30]):
                 self.assertEqual(tok.decode(tok.encode(text)), text)
+                self.assertEqual(tok.decode(iter(tok.encode(text))), text)
 
 
 class TheLabsTokenizerTests(unittest.TestCase):
