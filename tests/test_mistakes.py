@@ -345,8 +345,8 @@ class LearnerMistakes(unittest.TestCase):
         """In a scratch folder, tools/exercise.py blanks each lesson function in turn: the
         twelve's first failure names it and it alone fails, trace_block.py says in one line
         that it is to write; --restore NAME puts it back; a second --keep, a break-it not put
-        back, is refused, and so is blanking a function written since, or keeping a stub as the
-        original; the listing tells blank from written; --restore asks before it puts an
+        back, is refused, and so is blanking a function written since, keeping a stub as the
+        original, or a def renamed; the listing tells blank from written; --restore asks before it puts an
         original over a function written since, and then model.py is back byte for byte."""
         exercise = exercise_program()
         with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
@@ -395,6 +395,9 @@ class LearnerMistakes(unittest.TestCase):
                 shutil.rmtree(Path(tmp, ".exercise"))       # lost: a stub is no original
                 self.assertEqual(run_main(exercise.main, "forward")[0], 1)
                 self.assertFalse(Path(tmp, ".exercise").exists())
+                model_py.write_text(SOURCE.replace("def softmax(", "def my_softmax("), "utf-8")
+                code, _, err = run_main(exercise.main, "softmax")    # its def renamed
+                self.assertTrue(code == 1 and err.startswith("model.py has no def softmax"), err)
 
     def test_with_several_blank_a_mistake_comes_first_then_the_first_blank(self):
         """Blanks in the lesson's order, however the checks run (forwards first); but a

@@ -194,6 +194,9 @@ def main(argv=None):
     except SyntaxError as error:        # a rewrite that does not parse yet
         return bpe.report(f"model.py does not parse (line {error.lineno}): fix it, or put "
                           f"the kept one back whole: python3 tools/exercise.py --restore")
+    except KeyError as error:           # a lesson function's def renamed or deleted
+        return bpe.report(f"model.py has no def {error.args[0]}: name it so again, or put "
+                          f"the kept one back whole: python3 tools/exercise.py --restore")
 
 
 if __name__ == "__main__":
