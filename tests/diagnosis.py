@@ -54,9 +54,11 @@ def case(name):
         return [[rng.gauss(0.0, scale) for _ in range(cols)] for _ in range(rows)]
     if name == "layer norm":
         g = [rng.uniform(0.5, 1.5) for _ in range(5)]
-        x, b, dy = matrix(3, 5, scale=2.0), matrix(1, 5, scale=0.5)[0], matrix(5, 5)
-        # and two rows whose mean, or variance, comes out otherwise unless rounded once
-        x += [[1.0, 2.0 ** -54, 2.0 ** -54, 2.0 ** -106, 0.0], [0.1, 0.2, 0.3, 0.7, 1.1]]
+        x, b, dy = matrix(3, 5, scale=2.0), matrix(1, 5, scale=0.5)[0], matrix(6, 5)
+        # and two rows whose mean, or variance, comes out otherwise unless rounded once, and
+        # one far from 0 whose variance taken as mean(x²) - mean² loses its last digits
+        x += [[1.0, 2.0 ** -54, 2.0 ** -54, 2.0 ** -106, 0.0], [0.1, 0.2, 0.3, 0.7, 1.1],
+              [10.1, 10.2, 10.3, 10.7, 11.1]]
         return x, g, b, dy
     if name == "softmax":
         scores = [row[:i + 1] + [-math.inf] * (3 - i) for i, row in enumerate(matrix(4, 4, 2.0))]
@@ -265,6 +267,10 @@ def check_forward(module):
     missing = lacking("forward", cache)
     if missing:
         return missing
+    for key in ("ln1", "att", "ln2", "lnf"):
+        if not isinstance(cache[key], dict):
+            return (f"forward: its cache's {key!r} is a {type(cache[key]).__name__}, not the "
+                    f"cache of that layer norm or attention (a dict), which backward reads")
     return against_reference(module, "forward")
 
 
