@@ -22,30 +22,9 @@ def load_tests(loader, tests, pattern):
     return tests
 
 
-def exact(values):
-    """The sum of floats, exactly, rounded once at the end, as math.fsum promises: every float
-    is a whole number of units of 2**-1074, so the sum is an integer in those units.
-
-    >>> exact([1e16, 1.0, -1e16]), exact([0.1] * 10)
-    (1.0, 1.0)
-    """
-    total = 0
-    for value in values:
-        numerator, denominator = value.as_integer_ratio()       # denominator: a power of 2
-        total += numerator << (1075 - denominator.bit_length())
-    return total / (1 << 1074)
-
-
-def listed(value):
-    """value with each tuple in it made a list, as the exact references are."""
-    if isinstance(value, (list, tuple)):
-        return [listed(v) for v in value]
-    return value
-
-
 def dot(a, b):
     """a · b as the model means it: each product rounded, their sum rounded once."""
-    return exact(map(mul, a, b))
+    return math.fsum(map(mul, a, b))
 
 
 def product(a, b):
@@ -65,9 +44,9 @@ class ExactSumTests(unittest.TestCase):
 
     def test_every_sum_is_rounded_once(self):
         """Each sum of model.py is rounded once (math.fsum): fed terms like TRAP, which come out
-        otherwise when added any other way, each function gives what the exact references give,
-        checked in the order the functions build on each other: the first failure names the
-        function whose sum is off."""
+        otherwise when added any other way, each function gives what its steps give with each
+        sum a math.fsum, checked in the order the functions build on each other: the first
+        failure names the function whose sum is off."""
         try:
             self.the_list_helpers()
             self.layer_norm()
@@ -79,15 +58,19 @@ class ExactSumTests(unittest.TestCase):
             self.fail(f"{raised(error)}, on inputs as large as 2**52 (is each row of scores "
                       f"shifted by its own maximum?)")
 
-    def assert_rounded_once(self, function, got, want):
-        moved = apart(listed(got), listed(want), "its output", eq, "rounded once it is")
-        if moved:
-            self.fail(f"{function}: a sum is not rounded once (use math.fsum), or a step "
-                      f"rounds otherwise than the lesson's formula (x * (1 / s) for x / s): "
-                      f"{moved}")
+    def assert_rounded_once(self, function, got, want, where="out"):
+        """got as want has it: one output, or a tuple of outputs, each named in where."""
+        if not isinstance(want, tuple):
+            got, want = (got,), (want,)
+        for name, found, rounded_once in zip(where.split(), got, want):
+            moved = apart(found, rounded_once, name, eq, "rounded once it is")
+            if moved:
+                self.fail(f"{function}: a sum is not rounded once (use math.fsum), or a step "
+                          f"rounds otherwise than the lesson's formula (x * (1 / s) for x / s, "
+                          f"exp(z) for exp(z - max)): {moved}")
 
     def the_list_helpers(self):
-        self.assertEqual(exact(TRAP), ROUNDED_ONCE)
+        self.assertEqual(math.fsum(TRAP), ROUNDED_ONCE)
         self.assert_rounded_once("matmul", model.matmul([TRAP], [[1.0]] * 4), [[ROUNDED_ONCE]])
         # a row holding zeros (skipped: b is finite), and one of zeros only
         a = [[1.0, 0.0, 2.0 ** -54, 2.0 ** -54, 0.0, 2.0 ** -106], [0.0] * 6]
@@ -96,11 +79,12 @@ class ExactSumTests(unittest.TestCase):
         self.assert_rounded_once("column_sums", model.column_sums([[t, 2 * t] for t in TRAP]),
                                  [ROUNDED_ONCE, 2 * ROUNDED_ONCE])
         d_x, _, d_b = model.linear_backward([TRAP], [[1.0, 2.0, 3.0, 4.0]], [[1.0] * 4] * 4)
-        self.assert_rounded_once("linear_backward", (d_x, d_b), ([[ROUNDED_ONCE] * 4], TRAP))
+        self.assert_rounded_once("linear_backward", (d_x, d_b), ([[ROUNDED_ONCE] * 4], TRAP),
+                                 "d_x d_b")
 
     def softmax_and_its_backward(self):
         e = [math.exp(-X1), 1.0, math.exp(-X2)]
-        self.assertEqual(exact(e), ROUNDED_ONCE)
+        self.assertEqual(math.fsum(e), ROUNDED_ONCE)
         # the maximum never first: exp(800) overflows if a row is shifted by its first score;
         # row 2's e_j / total are not e_j · (1 / total); a score of -inf weighs exactly 0
         e3 = [math.exp(-2.0), math.exp(-1.0), 1.0]
@@ -108,7 +92,7 @@ class ExactSumTests(unittest.TestCase):
                                                            [-2.0, -1.0, 0.0],
                                                            [-math.inf, 0.0, -math.inf]]),
                                  [[v / ROUNDED_ONCE for v in e], [0.0, 0.5, 0.5],
-                                  [v / exact(e3) for v in e3], [0.0, 1.0, 0.0]])
+                                  [v / math.fsum(e3) for v in e3], [0.0, 1.0, 0.0]], "weights")
         # weights of powers of 2 whose products make a trap; then weights of no power of 2
         w, d_w = [0.5, 0.25, 0.125, 0.125], [2.0, 2.0 ** -52, 2.0 ** -51, 2.0 ** -103]
         rng = random.Random(3)
@@ -117,7 +101,7 @@ class ExactSumTests(unittest.TestCase):
                 ((w, d_w), (w2, d_w2))]
         self.assertEqual(dot(w, d_w), ROUNDED_ONCE)
         self.assert_rounded_once("softmax_backward",
-                                 model.softmax_backward([w, w2], [d_w, d_w2]), want)
+                                 model.softmax_backward([w, w2], [d_w, d_w2]), want, "d_scores")
 
     def layer_norm(self):
         # row 0 sums to a trap (the mean); row 1 has mean 0 and squares that make a trap
@@ -128,10 +112,11 @@ class ExactSumTests(unittest.TestCase):
             y, cache = model.layernorm_forward([*map(tuple, rows)], g, b)
         want_y, want_std = [], []
         for row in rows:
-            centred = [v - exact(row) / 8 for v in row]
-            want_std.append(math.sqrt(exact(c * c for c in centred) / 8 + 1e-5))
+            centred = [v - math.fsum(row) / 8 for v in row]
+            want_std.append(math.sqrt(math.fsum(c * c for c in centred) / 8 + 1e-5))
             want_y.append([c / want_std[-1] * gj + bj for c, gj, bj in zip(centred, g, b)])
-        self.assert_rounded_once("layernorm_forward", (y, cache["std"]), (want_y, want_std))
+        self.assert_rounded_once("layernorm_forward", (y, cache["std"]), (want_y, want_std),
+                                 "y std")
         # backward: xhat is exactly ±1, so d_g, the means and the three terms are traps
         signs = [(-1) ** j for j in range(8)]
         _, cache = model.layernorm_forward([[2.0 ** 26 * s for s in signs]] * 4, [1.0] * 8,
@@ -141,10 +126,10 @@ class ExactSumTests(unittest.TestCase):
         for d_y in ([[t * s for s in signs] for t in TRAP], rows + rows, [three] * 4):
             got = model.layernorm_backward(d_y, [1.0] * 8, cache)
             d_g = [dot(col, x_col) for col, x_col in zip(zip(*d_y), zip(*cache["xhat"]))]
-            d_b = [exact(col) for col in zip(*d_y)]
-            d_x = [[exact((t, -exact(row) / 8, -x * dot(row, xh) / 8)) / s
+            d_b = [math.fsum(col) for col in zip(*d_y)]
+            d_x = [[math.fsum((t, -math.fsum(row) / 8, -x * dot(row, xh) / 8)) / s
                     for t, x in zip(row, xh)] for row, xh, s in zip(d_y, cache["xhat"], cache["std"])]
-            self.assert_rounded_once("layernorm_backward", got, (d_x, d_g, d_b))
+            self.assert_rounded_once("layernorm_backward", got, (d_x, d_g, d_b), "d_x d_g d_b")
         self.assertEqual(got[0][0][0], ROUNDED_ONCE / 2 ** 26)
 
     def attention_and_its_backward(self):
@@ -167,10 +152,10 @@ class ExactSumTests(unittest.TestCase):
         out, cache = model.attention_forward(p, x)
         q, k, v = (product(x, p[n]) for n in ("Wq", "Wk", "Wv"))
         scores = [[dot(q[i], k[j]) / 2.0 for j in range(i + 1)] for i in range(T)]
-        weights = [[w / exact(e) for w in e] + [0.0] * (T - 1 - i) for i, row in enumerate(scores)
+        weights = [[w / math.fsum(e) for w in e] + [0.0] * (T - 1 - i) for i, row in enumerate(scores)
                    for e in [[math.exp(z - max(row)) for z in row]]]
         self.assert_rounded_once("attention_forward", (cache["weights"], out),
-                                 (weights, product(product(weights, v), p["Wo"])))
+                                 (weights, product(product(weights, v), p["Wo"])), "weights out")
         grads, d_x = model.attention_backward(p, cache, d_out)
         d_mixed = product(d_out, model.transpose(p["Wo"]))
         d_w = [[dot(d_m, v[j]) if j <= i else 0.0 for j in range(T)] for i, d_m in enumerate(d_mixed)]
@@ -178,8 +163,9 @@ class ExactSumTests(unittest.TestCase):
         d_q, d_k = product(d_s, k), product(model.transpose(d_s), q)
         d_v = product(model.transpose(weights), d_mixed)
         parts = [product(d, model.transpose(p[n])) for d, n in ((d_q, "Wq"), (d_k, "Wk"), (d_v, "Wv"))]
-        self.assert_rounded_once("attention_backward", (grads["Wv"], d_x), (
-            product(model.transpose(x), d_v), [[exact(t) for t in zip(*rows)] for rows in zip(*parts)]))
+        want_d_x = [[math.fsum(t) for t in zip(*rows)] for rows in zip(*parts)]
+        self.assert_rounded_once("attention_backward", (grads["Wv"], d_x),
+                                 (product(model.transpose(x), d_v), want_d_x), "d_Wv d_x")
 
     def the_loss(self):
         cases = [  # row 0: the softmax's trap; row 1: the top score, 2**53, and the log of the
@@ -193,11 +179,11 @@ class ExactSumTests(unittest.TestCase):
             losses, d_logits = [], []
             for row, target in zip(logits, targets):
                 e = [math.exp(z - max(row)) for z in row]
-                losses.append(exact((max(row), math.log(exact(e)), -row[target])))
-                d_logits.append([v / (exact(e) * len(logits)) - (j == target) / len(logits)
+                losses.append(math.fsum((max(row), math.log(math.fsum(e)), -row[target])))
+                d_logits.append([v / (math.fsum(e) * len(logits)) - (j == target) / len(logits)
                                  for j, v in enumerate(e)])
             self.assert_rounded_once("loss_and_dlogits", model.loss_and_dlogits(logits, targets),
-                                     (exact(losses) / len(logits), d_logits))
+                                     (math.fsum(losses) / len(logits), d_logits), "loss d_logits")
 
     def the_embeddings_gradient(self):
         # a token at 4 positions; each step of backward before step 1 patched to hand rows
@@ -212,7 +198,8 @@ class ExactSumTests(unittest.TestCase):
                 layernorm_backward=lambda dy, g, cache: (dy, g, g),
                 attention_backward=lambda p, cache, d_out: (attention, [[0.0] * 4] * 4)):
             grads = model.backward(p, cache, logits)
-        self.assert_rounded_once("backward", grads["tok_emb"][7], [2 * ROUNDED_ONCE] * 4)
+        self.assert_rounded_once("backward", grads["tok_emb"][7], [2 * ROUNDED_ONCE] * 4,
+                                 "d_tok_emb[7]")
 
 
 LARGE_SCORES = {   # what keeps each from failing on large scores
@@ -236,7 +223,7 @@ class LargeScoreTests(unittest.TestCase):
         weights = self.on_large_scores("softmax", scores)
         for row, w in zip(scores, weights):
             e = [math.exp(z - max(row)) for z in row]
-            for found, want in zip(w, [v / exact(e) for v in e]):
+            for found, want in zip(w, [v / math.fsum(e) for v in e]):
                 self.assertAlmostEqual(found, want, places=15, msg=f"softmax: {row} gives {w}")
 
     def test_the_loss_with_scores_in_the_thousands(self):
