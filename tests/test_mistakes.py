@@ -127,10 +127,10 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
     ("softmax_backward", "the average not weighted",
      ("fsum(map(mul, w, d_w))", "fsum(d_w) / len(d_w)")),
     ("softmax_backward", "without the weight", ("[w_j * (d_w_j - average)", "[(d_w_j - average)")),
+    ("attention_forward step 2", "no 1/√d", ("s / sqrt_d if j", "s if j")),
     ("attention_forward", "a mask that sees one ahead", (MASK, "if j <= i + 1 else -math.inf")),
     ("attention_forward", "a mask reversed", (MASK, "if j >= i else -math.inf")),
     ("attention_forward", "a mask that hides the diagonal too", (MASK, "if j < i else -math.inf")),
-    ("attention_forward step 2", "no 1/√d", ("s / sqrt_d if j", "s if j")),
     ("attention_forward", "mixed left out of the cache", (',\n                 "mixed": mixed}', "}")),
     ("attention_forward step 1", "Wk for Wq", ('q = matmul(x, p["Wq"])', 'q = matmul(x, p["Wk"])')),
     ("attention_backward steps 4 to 2", "1/√d in the forward pass only",
@@ -154,6 +154,8 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
     ("forward step 3: LN2's", "LN2 fed x0",
      ('layernorm_forward(x1, p["ln2', 'layernorm_forward(x0, p["ln2')),
     ("forward", "h1 left out of the cache", ('"h1": h1, ', "")),
+    ("forward: its cache's 'att' is a list", "attention's output kept as its cache",
+     ('"h1": h1, "att": att,', '"h1": h1, "att": a,')),
     ("forward step 3: the relu", "no relu",
      ("act = [[max(0.0, z) for z in row] for row in pre]", "act = pre")),
     ("forward", "tok_emb's rows changed in place",
@@ -201,6 +203,7 @@ LARGE = [(math_tests.LargeScoreTests, "test_softmax_with_scores_in_the_thousands
 LENGTHS = [(math_tests.GradientTests, "test_forward_takes_every_length_from_1_to_its_positions")]
 EXACT_SUMS = [(math_tests.ExactSumTests, "test_every_sum_is_rounded_once")]
 OWN = [(math_tests.GradientTests, "test_the_gradients_belong_to_the_caller")]
+OWN_CHECK = [(math_tests.GradientTests, "test_each_lesson_function_passes_its_own_check")]
 CAUGHT_BY_THE_LAB = [   # (the mistake, its edit, the lab's tests that catch it, their first words)
     ("softmax without the shift",
      (SHIFTED + "        weights", SHIFTED.replace(" - top", "") + "        weights"), LARGE,
@@ -209,6 +212,9 @@ CAUGHT_BY_THE_LAB = [   # (the mistake, its edit, the lab's tests that catch it,
      ("top = max(row)\n" + SHIFTED + "        weights",
       "top = row[0]\n" + SHIFTED + "        weights"),
      EXACT_SUMS, "OverflowError: math range error (model.py line"),
+    ("layer norm's variance as mean(x²) - mean², which loses digits far from 0",
+     ("fsum(c * c for c in centred) / d", "fsum(x_j * x_j for x_j in row) / d - mean * mean"),
+     OWN_CHECK, "layernorm_forward: y[5][0] is"),
     ("softmax multiplying by 1 / total",
      ("weights.append([e_j / total for e_j in e])",
       "weights.append([e_j * (1.0 / total) for e_j in e])"), EXACT_SUMS,
@@ -346,8 +352,9 @@ class LearnerMistakes(unittest.TestCase):
         twelve's first failure names it and it alone fails, trace_block.py says in one line
         that it is to write; --restore NAME puts it back; a second --keep, a break-it not put
         back, is refused, and so is blanking a function written since, keeping a stub as the
-        original, or a def renamed; the listing tells blank from written; --restore asks before it puts an
-        original over a function written since, and then model.py is back byte for byte."""
+        original, or a def renamed; the listing tells blank from written; --restore asks before
+        it puts an original over a function written since, or over an edit elsewhere, and then
+        model.py is back byte for byte."""
         exercise = exercise_program()
         with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
             model_py = Path(tmp, "model.py")
@@ -391,6 +398,12 @@ class LearnerMistakes(unittest.TestCase):
                 self.assertEqual(exercise.restore(None, ask=lambda question: "y"), 0)
                 self.assertEqual(model_py.read_text("utf-8"), SOURCE)
                 self.assertFalse(Path(tmp, ".exercise").exists())   # a later blank keeps anew
+                exercise.blank("softmax")           # then a change elsewhere: asked about too
+                edited = model_py.read_text("utf-8").replace("EPS = 1e-5", "EPS = 1e-6")
+                model_py.write_text(edited, "utf-8")
+                self.assertEqual(exercise.restore(None, ask=answering("n")), 1)
+                self.assertEqual(model_py.read_text("utf-8"), edited)
+                self.assertEqual(exercise.restore(None, ask=answering("y")), 0)
                 exercise.blank("softmax")
                 shutil.rmtree(Path(tmp, ".exercise"))       # lost: a stub is no original
                 self.assertEqual(run_main(exercise.main, "forward")[0], 1)

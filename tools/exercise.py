@@ -8,7 +8,7 @@
 
 A stub keeps the signature, docstring and input check, and raises with the lesson's formula.
 model.py is kept in .exercise/ (git ignores it) until --restore has put all of it back; it asks
-first if you have written a blanked function since.
+first if you have written a blanked function since, or (all, with one blank) edited elsewhere.
 """
 import argparse
 import ast
@@ -29,7 +29,8 @@ FORMULAS = {
     "layernorm_forward": "each row: y = (x - mean) / √(variance over d + EPS) · g + b; the "
                          "cache keeps xhat and std",
     "layernorm_backward": "d_xhat = dy · g; d_x = (d_xhat - mean(d_xhat) - xhat · mean(d_xhat "
-                          "· xhat)) / std; d_g = Σ over rows of dy · xhat; d_b = Σ of dy",
+                          "· xhat)) / std, its three terms one math.fsum; d_g = Σ over rows of "
+                          "dy · xhat; d_b = Σ of dy",
     "softmax": "each row: exp(z - max) / Σ exp(z - max), so -inf weighs 0",
     "softmax_backward": "each row: d_z_j = w_j · (d_w_j - Σ_k w_k · d_w_k)",
     "attention_forward": "q, k, v = x·Wq, x·Wk, x·Wv; scores = q·kᵀ / √d, -inf where j > i; "
@@ -124,7 +125,7 @@ def restore(name, ask=input):
         return bpe.report("no model.py is kept, so there is nothing to put back (git "
                           "checkout model.py gives the lab's own, and drops your edits)")
     kept, source = bpe.read_text(KEPT), bpe.read_text(MODEL)
-    for written in written_since(source, kept, [name] if name else read_blanked()):
+    for written in written_since(source, kept, [name] if name else None):
         try:
             answer = ask(f"{written}: put the original back over it? [y/N] ")
         except EOFError:            # no one to answer: the answer is no
@@ -144,18 +145,25 @@ def restore(name, ask=input):
     return 0
 
 
-def written_since(source, kept, names):
-    """Those of names blanked and written since (neither stub nor original now), in words."""
+def written_since(source, kept, names=None):
+    """Those of names (None: all) blanked and written since (neither stub nor original now),
+    in words; with None, and something blanked, a change outside them since it was kept too."""
     try:
         functions(source)
     except SyntaxError as error:
         return [f"model.py does not parse (line {error.lineno}), so its functions are unknown"]
+    blanked = read_blanked()
     written = []
-    for name in [n for n in FORMULAS if n in names and n in read_blanked()]:    # file order
+    rest = source           # the blanked functions as they were kept: then kept, if no more
+    for name in [n for n in FORMULAS if n in (names or blanked) and n in blanked]:
         now = functions(source).get(name)
         node, original = functions(kept)[name]
         if now is None or now[1] not in (original, stub(node, original)):
             written.append(f"you have written {name} since it was blanked")
+        if now is not None:
+            rest = replaced(rest, name, original)
+    if names is None and blanked and rest != kept:
+        written.append("you have changed model.py outside the blanked functions since then")
     return written
 
 
