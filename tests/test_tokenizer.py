@@ -132,7 +132,8 @@ class TheLabsTokenizerTests(unittest.TestCase):
         with lab_copy() as folder:
             tool.QUOTAS_PATH = str(folder / "quotas.json")
             (folder / "quotas.json").write_bytes((LAB / "tools" / "quotas.json").read_bytes())
-            self.assertEqual(run_main(tool.main, "--check")[0], 0)
+            code, _, err = run_main(tool.main, "--check")
+            self.assertEqual(code, 0, err)      # a story typed into corpus.txt, say
             for name in ("corpus.txt", "quotas.json", "tokenizer.json"):
                 with self.subTest(file=name):
                     kept = (folder / name).read_bytes()
@@ -151,8 +152,12 @@ class TheLabsTokenizerTests(unittest.TestCase):
                   "plots.txt line 27: characters outside the alphabet ['B']"),
                  (tool.read_stories, "stories.txt", "Mia has a hat.\n",
                   "stories.txt line 1: 'Mia': a story is written in lower case"),
-                 (tool.read_quotas, "quotas.json", '{"quotas": {"colour:red": 3.5}}',
-                  'quotas.json: a quota is not a whole number')]
+                 (tool.read_plots, "plots.txt", plots.replace("| grinning, {give:b:o:a}",
+                                                              "| grinning, {give:b:o:a} |"),
+                  "plots.txt line 49: an empty way of saying a sentence"),
+                 *[(tool.read_quotas, "quotas.json", f'{{"quotas": {{"colour:red": {n}}}}}',
+                    "quotas.json: the quota of colour:red is not a whole number from 0 up")
+                   for n in (3.5, -5)]]
         for read, name, text, said in cases:
             with self.subTest(said=said), tempfile.TemporaryDirectory() as folder:
                 Path(folder, name).write_text(text, "utf-8")

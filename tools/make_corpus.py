@@ -104,14 +104,14 @@ def read_plots(path=PLOTS_PATH):
 
 def read_ways(line, where):
     """The ways of saying one sentence of a plot, checked."""
-    ways = line.split(" | ")
+    ways = [way.strip() for way in line.split("|")]
     bad = sorted(set("".join(FIELD.sub("", way) for way in ways)) - set(ALPHABET))
     if bad:
         raise bpe.FileProblem(f"{where}: characters outside the alphabet {bad}")
     unknown = sorted({match[0] for match in FIELD.findall(line)} - set(FIELD_KINDS))
     if unknown:
         raise bpe.FileProblem(f"{where}: unknown fields {unknown}")
-    if not all(way.strip() for way in ways):
+    if not all(ways):
         raise bpe.FileProblem(f"{where}: an empty way of saying a sentence")
     return ways
 
@@ -440,8 +440,10 @@ def read_quotas(path=QUOTAS_PATH):
     if not os.path.exists(path):
         return {}
     quotas = bpe.read_json(path)["quotas"]
-    if not all(type(n) is int for n in quotas.values()):    # a hand edit
-        raise bpe.FileProblem(f"{os.path.relpath(path)}: a quota is not a whole number")
+    bad = [name for name, n in quotas.items() if type(n) is not int or n < 0]   # a hand edit
+    if bad:
+        raise bpe.FileProblem(f"{os.path.relpath(path)}: the quota of {bad[0]} is not a "
+                              f"whole number from 0 up")
     return quotas
 
 
@@ -484,7 +486,8 @@ def run(args):
         stale = [os.path.relpath(p, ROOT) for p, t in files.items() if bpe.read_text(p) != t]
         if stale:
             return bpe.report(f"make_corpus --check: not what tools/make_corpus.py writes: "
-                              f"{', '.join(stale)}; run: python3 tools/make_corpus.py")
+                              f"{', '.join(stale)}; run: python3 tools/make_corpus.py (a "
+                              f"story typed into corpus.txt belongs in tools/stories.txt)")
         print(f"corpus.txt, tools/quotas.json and tokenizer.json are what "
               f"tools/make_corpus.py writes, with the lesson's IDs")
         return 0
