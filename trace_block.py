@@ -183,7 +183,7 @@ def last_logits_gap(p, tok, use_positions):
 AFTER_A_CHANGE = """\
 A function you wrote, a break-it or a slip moved them? python3 -m unittest -v
 test_model.py names the function; python3 tools/exercise.py --restore undoes it.
-Changed the math or the corpus on purpose? Then: python3 trace_block.py --write"""
+Corpus edited? tools/README.md. Math changed on purpose? python3 trace_block.py --write"""
 QUESTION = """\
 The order experiment: "{a}" and "{b}" hold the same
 tokens in another order. Before you look, predict: at which positions do their scores

@@ -79,7 +79,7 @@ class CommandLineTests(unittest.TestCase):
         cases = [(trace_block.to_json(stale).encode(), [
                      f"initial_loss: 4.0 -> {recorded()['initial_loss']}",
                      "order_test.gaps_by_position_without_positions[8]: 0.5 -> 0.0",
-                     "on purpose? Then: python3 trace_block.py --write",
+                     "on purpose? python3 trace_block.py --write",
                      "test_model.py names the function"]),
                  (trace.replace(b"\n", b"\r\n"), ["has \\r\\n (Windows) line ends", "save it with LF"]),
                  (trace_block.to_json({k: v for k, v in recorded().items() if k != "uniform_loss"})
