@@ -5,6 +5,7 @@ test: README.md here says what each proves. Run them all, with the twelve, from 
 """
 import contextlib
 import functools
+import importlib.util
 import io
 import json
 import runpy
@@ -28,6 +29,14 @@ def run_main(main, *args):
         except SystemExit as done:      # argparse: --help, or a usage error
             code = done.code
     return code, out.getvalue(), err.getvalue()
+
+
+def tool_module(name):
+    """tools/{name}.py as a fresh module, its globals a test's to patch."""
+    spec = importlib.util.spec_from_file_location(name, LAB / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def run_script(path, *args):

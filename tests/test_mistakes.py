@@ -7,7 +7,6 @@ gradient rows shared). If model.py no longer holds the line a mistake edits, the
 and says which: it never passes in silence."""
 import ast
 import contextlib
-import importlib.util
 import io
 import linecache
 import shutil
@@ -25,7 +24,7 @@ import model
 import test_model
 import trace_block
 import tests.test_math as math_tests
-from tests import LAB, diagnosis, run_main
+from tests import LAB, diagnosis, run_main, tool_module
 
 # the original model.py: tools/exercise.py's kept copy, while a learner writes a function
 KEPT = LAB / ".exercise" / "model.py"
@@ -355,7 +354,7 @@ class LearnerMistakes(unittest.TestCase):
         original, or a def renamed; the listing tells blank from written; --restore asks before
         it puts an original over a function written since, or over an edit elsewhere, and then
         model.py is back byte for byte."""
-        exercise = exercise_program()
+        exercise = tool_module("exercise")
         with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
             model_py = Path(tmp, "model.py")
             model_py.write_text(SOURCE, "utf-8")
@@ -415,7 +414,7 @@ class LearnerMistakes(unittest.TestCase):
     def test_with_several_blank_a_mistake_comes_first_then_the_first_blank(self):
         """Blanks in the lesson's order, however the checks run (forwards first); but a
         mistake in a function written meanwhile is named before any blank."""
-        exercise, source = exercise_program(), SOURCE
+        exercise, source = tool_module("exercise"), SOURCE
         for name in ("softmax", "layernorm_backward", "backward"):
             blank = exercise.stub(*exercise.functions(source)[name])
             source = exercise.replaced(source, name, blank)
@@ -425,7 +424,7 @@ class LearnerMistakes(unittest.TestCase):
         self.assertTrue(found.startswith("loss_and_dlogits: d_logits"), found)
 
     def test_tools_exercise_py_lists_the_functions_and_refuses_another_name_in_one_line(self):
-        exercise = exercise_program()
+        exercise = tool_module("exercise")
         self.assertEqual(list(exercise.FORMULAS), diagnosis.LESSON)
         code, out, _ = run_main(exercise.main)
         self.assertEqual(code, 0)
@@ -465,14 +464,6 @@ class LearnerMistakes(unittest.TestCase):
                     if function in diagnosis.LESSON:    # the diagnosis: it, or none
                         found = diagnosis.first_wrong(module)
                         self.assertTrue(found is None or found.startswith(function), found)
-
-
-def exercise_program():
-    """tools/exercise.py, as a module."""
-    spec = importlib.util.spec_from_file_location("exercise", LAB / "tools" / "exercise.py")
-    exercise = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(exercise)
-    return exercise
 
 
 def answering(answer):

@@ -1,6 +1,5 @@
 """bpe.py: the BPE steps, training (tools' fast loop too), encoding, decoding, the lab's files."""
 import doctest
-import importlib.util
 import json
 import os
 import subprocess
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import bpe
 from test_model import tokenizer
-from tests import LAB, lab_copy, run_main
+from tests import LAB, lab_copy, run_main, tool_module
 
 try:                                # optional: Hugging Face's tokenizers, where installed
     import tokenizers
@@ -20,14 +19,6 @@ except ImportError:
 
 FIRST_STORY = ("mia has a red hat. mia goes to the garden. at the garden, mia gives the hat "
                "to ava. now ava has the red hat.")
-SPEC = importlib.util.spec_from_file_location("make_corpus", LAB / "tools" / "make_corpus.py")
-
-
-def make_corpus():
-    """tools/make_corpus.py, as a module: its pins (SPLITS, IDS) and how it makes the corpus."""
-    module = importlib.util.module_from_spec(SPEC)
-    SPEC.loader.exec_module(module)
-    return module
 
 
 def load_tests(loader, tests, pattern):
@@ -53,7 +44,7 @@ class TrainingTests(unittest.TestCase):
                 self.assertEqual(bpe.learn_merges(text, size)[1:], (merges, counts))
 
     def test_make_corpus_s_fast_training_loop_learns_bpe_py_s_merges(self):
-        fast = make_corpus().learn_merges_fast
+        fast = tool_module("make_corpus").learn_merges_fast
         cases = [bpe.read_corpus(LAB / "corpus.txt"), "aaabdaaabac", "abab abab abab", "a",
                  "aaaa aaaa", "ab ba ab ba", "the cat. the hat.\n" * 3, "aaa aa a", "cdab"]
         for text in cases:
@@ -112,7 +103,7 @@ class TheLabsTokenizerTests(unittest.TestCase):
     def test_every_id_the_trace_and_the_tests_read_is_pinned(self):
         """The sentences the trace and the tests encode split into the lesson's tokens, with
         the lesson's IDs (tools/make_corpus.py keeps them so; here they are checked)."""
-        tool = make_corpus()
+        tool = tool_module("make_corpus")
         splits, ids = tool.SPLITS, tool.IDS
         tok = tokenizer()
         self.assertIn(FIRST_STORY + "\n", splits)
@@ -122,13 +113,13 @@ class TheLabsTokenizerTests(unittest.TestCase):
                 self.assertEqual(tok.encode(sentence), [ids[t] for t in split.split("|")])
 
     def test_corpus_txt_is_what_tools_make_corpus_py_writes_from_tools(self):
-        filler = (tool := make_corpus()).Filler()
+        filler = (tool := tool_module("make_corpus")).Filler()
         made = tool.assemble(filler.stories(filler.fit(tool.read_quotas())), tool.read_stories())
         self.assertEqual(bpe.read_corpus(LAB / "corpus.txt"), made, "corpus.txt is not what "
                          "python3 tools/make_corpus.py writes: stories belong in tools/stories.txt")
 
     def test_make_corpus_check_names_each_of_its_three_files_that_it_would_write_otherwise(self):
-        tool = make_corpus()
+        tool = tool_module("make_corpus")
         with lab_copy() as folder:
             tool.QUOTAS_PATH = str(folder / "quotas.json")
             (folder / "quotas.json").write_bytes((LAB / "tools" / "quotas.json").read_bytes())
@@ -144,7 +135,7 @@ class TheLabsTokenizerTests(unittest.TestCase):
                     self.assertIn(f"{name}; run: python3 tools/make_corpus.py", err)
 
     def test_make_corpus_refuses_a_line_of_tools_that_it_cannot_use_and_names_it(self):
-        tool = make_corpus()
+        tool = tool_module("make_corpus")
         plots = (LAB / "tools" / "plots.txt").read_text("utf-8")
         cases = [(tool.read_plots, "plots.txt", plots.replace("@thing hat", "@things hat"),
                   "plots.txt: no word list for ['thing']"),
