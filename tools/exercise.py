@@ -164,7 +164,7 @@ def written_since(source, kept, names=None):
         if now is not None:
             rest = replaced(rest, name, original)
     if names is None and blanked and rest != kept:
-        written.append("you have changed model.py outside the blanked functions since then")
+        written.append("you have edited model.py elsewhere since it was kept")
     return written
 
 
