@@ -152,8 +152,10 @@ class ExactSumTests(unittest.TestCase):
         out, cache = model.attention_forward(p, x)
         q, k, v = (product(x, p[n]) for n in ("Wq", "Wk", "Wv"))
         scores = [[dot(q[i], k[j]) / 2.0 for j in range(i + 1)] for i in range(T)]
-        weights = [[w / math.fsum(e) for w in e] + [0.0] * (T - 1 - i) for i, row in enumerate(scores)
-                   for e in [[math.exp(z - max(row)) for z in row]]]
+        weights = []
+        for i, row in enumerate(scores):
+            e = [math.exp(z - max(row)) for z in row]
+            weights.append([w / math.fsum(e) for w in e] + [0.0] * (T - 1 - i))
         self.assert_rounded_once("attention_forward", (cache["weights"], out),
                                  (weights, product(product(weights, v), p["Wo"])), "weights out")
         grads, d_x = model.attention_backward(p, cache, d_out)
