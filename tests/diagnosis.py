@@ -78,7 +78,7 @@ def outputs(module, name):
     if name == "layernorm_forward":
         x, g, b, _ = case("layer norm")
         y, cache = module.layernorm_forward(x, g, b)
-        return {"y": y, **kept(cache, "xhat std")}
+        return {**kept(cache, "std xhat"), "y": y}
     if name == "softmax":
         return {"weights": module.softmax(case("softmax")[0])}
     if name == "attention_forward":
@@ -120,7 +120,8 @@ def apart(found, expected, where, close, said):
             said = repr(found) if len(repr(found)) <= 40 else f"a {type(found).__name__}"
             return f"{where} is {said}, not a list of {len(expected)}"
         if len(found) != len(expected):
-            return f"{where} has {len(found)} entries, not {len(expected)}"
+            unit = "rows" if expected and isinstance(expected[0], list) else "entries"
+            return f"{where} has {len(found)} {unit}, not {len(expected)}"
         for n, pair in enumerate(zip(found, expected)):
             message = apart(*pair, f"{where}[{n}]", close, said)
             if message:
@@ -172,7 +173,11 @@ FORWARD_STEPS = {   # forward's cache entries in the order it makes them, and th
     "hf": "forward step 4: LNF's input or parameters (hf = LNF(x2))",
     "logits": "forward step 4: the output scores, linear(hf, W_out, b_out)",
     "without": "forward step 1, with use_positions=False: no position embeddings"}
-STEPS = {"q": 1, "k": 1, "v": 1, "scores": 2, "weights": 3, "mixed": 4, "out": 5}
+STEPS = {   # the step of layer norm's and attention's outputs, theirs and their caches'
+    "layernorm_forward": {"std": 2, "xhat": 2, "y": 3},
+    "attention_forward": {"q": 1, "k": 1, "v": 1, "scores": 2, "weights": 3, "mixed": 4,
+                          "out": 5}}
+OUTPUTS = ("y", "out", "logits", "without")     # the rest of a forward's entries: its cache's
 
 
 def against_reference(module, name):
@@ -182,11 +187,14 @@ def against_reference(module, name):
     for key in expected:
         if key not in found:        # a cache entry only this check reads: CACHES has the rest
             continue
-        moved = apart(found[key], expected[key], key, near_reference, "the reference")
+        where = key
+        if name in CACHES and key not in OUTPUTS:
+            where = f"its cache's {key}"      # made wrong, or kept wrong?
+        moved = apart(found[key], expected[key], where, near_reference, "the reference")
         if moved and name == "forward":
             return f"{FORWARD_STEPS[key]}: {moved}"
-        if moved and name == "attention_forward":
-            return f"attention_forward step {STEPS[key]}: {moved}"
+        if moved and name in STEPS:
+            return f"{name} step {STEPS[name][key]}: {moved}"
         if moved and name == "init_params":
             return (f"init_params draws other numbers ({moved}): one random.Random(seed) "
                     f"draws gauss(0.0, 0.02) for each matrix in turn, row by row")
