@@ -132,6 +132,8 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
     ("attention_forward", "a mask that hides the diagonal too", (MASK, "if j < i else -math.inf")),
     ("attention_forward", "mixed left out of the cache", (',\n                 "mixed": mixed}', "}")),
     ("attention_forward step 1", "Wk for Wq", ('q = matmul(x, p["Wq"])', 'q = matmul(x, p["Wk"])')),
+    ("attention_forward step 1: its cache's q", "q and k swapped in the cache",
+     ('"q": q, "k": k', '"q": k, "k": q')),
     ("attention_backward steps 4 to 2", "1/√d in the forward pass only",
      [(f"e / sqrt_d for e in row] for row in matmul({m}", f"e for e in row] for row in matmul({m}")
       for m in ("d_scores, k", "transpose(d_sc")]),
