@@ -106,13 +106,13 @@ def keep():
 
 def blank(name):
     """Blank one lesson function, keeping the original model.py first if none is kept."""
+    source = bpe.read_text(MODEL)
+    node, text = functions(source)[name]    # no parse, or no def: one line from main()
     if not os.path.exists(KEPT) and keep():
         return 1
-    source = bpe.read_text(MODEL)
     if written_since(source, bpe.read_text(KEPT), [name]):
         return bpe.report(f"tools/exercise.py: you have written {name} since it was blanked;"
                           f" to blank it again, first --restore {name} (it asks)")
-    node, text = functions(source)[name]
     blanked = sorted(set(read_blanked()) | {name})
     bpe.write_texts({MODEL: replaced(source, name, stub(node, text)),
                      BLANKED: "\n".join(blanked) + "\n"})
