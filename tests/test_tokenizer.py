@@ -137,18 +137,22 @@ class TheLabsTokenizerTests(unittest.TestCase):
     def test_make_corpus_refuses_a_line_of_tools_that_it_cannot_use_and_names_it(self):
         tool = tool_module("make_corpus")
         plots = (LAB / "tools" / "plots.txt").read_text("utf-8")
-        cases = [(tool.read_plots, "plots.txt", plots.replace("@thing hat", "@things hat"),
-                  "plots.txt: no word list for ['thing']"),
-                 (tool.read_plots, "plots.txt", plots.replace("| blue", "| Blue"),
-                  "plots.txt line 27: characters outside the alphabet ['B']"),
-                 (tool.read_stories, "stories.txt", "Mia has a hat.\n",
-                  "stories.txt line 1: 'Mia': a story is written in lower case"),
-                 (tool.read_plots, "plots.txt", plots.replace("| grinning, {give:b:o:a}",
-                                                              "| grinning, {give:b:o:a} |"),
-                  "plots.txt line 49: an empty way of saying a sentence"),
-                 *[(tool.read_quotas, "quotas.json", f'{{"quotas": {{"colour:red": {n}}}}}',
-                    "quotas.json: the quota of colour:red is not a whole number from 0 up")
-                   for n in (3.5, -5)]]
+        bad_plots = [  # (an edit of plots.txt, what its refusal says)
+            (("@thing hat", "@things hat"), "plots.txt: no word list for ['thing']"),
+            (("| blue", "| Blue"), "plots.txt line 27: characters outside the alphabet ['B']"),
+            (("| grinning, {give:b:o:a}", "| grinning, {give:b:o:a} |"),
+             "plots.txt line 49: an empty way of saying a sentence"),
+            (("== zoo 1", "== empty 1\n== zoo 1"), "plots.txt: the plot empty has no sentences"),
+            (("@colour ", "@colour red | blue\n@colour "),
+             "plots.txt line 28: a second word list for colour")]
+        cases = [(tool.read_plots, "plots.txt", plots.replace(*edit), said)
+                 for edit, said in bad_plots]
+        cases += [(tool.read_stories, "stories.txt", "Mia has a hat.\n",
+                   "stories.txt line 1: 'Mia': a story is written in lower case"),
+                  *[(tool.read_quotas, "quotas.json", f'{{"quotas": {{"colour:red": {n}}}}}',
+                     "quotas.json: the quota of colour:red is not a whole number from 0 up")
+                    for n in (3.5, -5)],
+                  (tool.read_quotas, "quotas.json", '{"quota": {}}', 'no "quotas" object')]
         for read, name, text, said in cases:
             with self.subTest(said=said), tempfile.TemporaryDirectory() as folder:
                 Path(folder, name).write_text(text, "utf-8")

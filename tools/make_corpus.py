@@ -80,6 +80,8 @@ def read_plots(path=PLOTS_PATH):
             bad = sorted(set("".join(steered.split() + others)) - set(ALPHABET))
             if bad and kind != "give":          # give's words name GIVE_FORMS
                 raise bpe.FileProblem(f"{where}: characters outside the alphabet {bad}")
+            if kind in kinds:
+                raise bpe.FileProblem(f"{where}: a second word list for {kind}")
             if kind == "she":
                 she = steered.split()
             elif not others:
@@ -99,6 +101,9 @@ def read_plots(path=PLOTS_PATH):
     missing = sorted({"lead", "callee", *FIELD_KINDS.values()} - set(kinds))
     if missing:
         raise bpe.FileProblem(f"{os.path.relpath(path)}: no word list for {missing}")
+    empty = [name for name, _, sentences in plots if not sentences]
+    if empty:
+        raise bpe.FileProblem(f"{os.path.relpath(path)}: the plot {empty[0]} has no sentences")
     return plots, kinds, she
 
 
@@ -439,7 +444,11 @@ def read_quotas(path=QUOTAS_PATH):
     """The stored quotas ({} without the file: the search starts from nothing)."""
     if not os.path.exists(path):
         return {}
-    quotas = bpe.read_json(path)["quotas"]
+    stored = bpe.read_json(path)
+    quotas = stored.get("quotas") if isinstance(stored, dict) else None
+    if not isinstance(quotas, dict):
+        raise bpe.FileProblem(f"{os.path.relpath(path)}: no \"quotas\" object, as "
+                              f"make_corpus.py writes it")
     bad = [name for name, n in quotas.items() if type(n) is not int or n < 0]   # a hand edit
     if bad:
         raise bpe.FileProblem(f"{os.path.relpath(path)}: the quota of {bad[0]} is not a "
