@@ -16,6 +16,7 @@ import re
 import traceback
 from pathlib import Path
 
+import bpe
 import model
 import trace_block
 
@@ -91,6 +92,15 @@ def outputs(module, name):
         return {**kept(cache, " ".join(FORWARD_STEPS)), "logits": logits, "without": without}
     logits, targets = case("loss")
     return {"loss": module.loss_and_dlogits(logits, targets)[0]}
+
+
+def reference():
+    """reference.json's outputs; a file that cannot be used is one line saying what to do."""
+    try:
+        return bpe.read_json(REFERENCE)
+    except (OSError, bpe.FileProblem) as problem:
+        raise bpe.FileProblem(f"tests/reference.json cannot be used ({problem}): python3 "
+                              f"tools/record_reference.py writes it afresh") from None
 
 
 def kept(cache, keys):
@@ -182,7 +192,7 @@ OUTPUTS = ("y", "out", "logits", "without")     # the rest of a forward's entrie
 
 def against_reference(module, name):
     """The first output of name that moved from reference.json, with the step that made it."""
-    expected = json.loads(REFERENCE.read_text(encoding="utf-8"))[name]
+    expected = reference()[name]
     found = outputs(module, name)
     for key in expected:
         if key not in found:        # a cache entry only this check reads: CACHES has the rest
@@ -441,6 +451,8 @@ def first_wrong(module=model, names=None):
     for name in names or CHECKS:
         try:
             found = CHECKS[name](module)
+        except bpe.FileProblem as problem:      # reference.json: no function's fault
+            return str(problem)
         except NotImplementedError as error:    # a blank, or a check that meets one
             blanks.append((LESSON.index(name) if name in LESSON else -1, name, error))
             continue
@@ -461,9 +473,9 @@ def first_wrong(module=model, names=None):
 def rounded_otherwise(module, names):
     """The first forward of names whose output is near reference.json but not equal to it, or
     None: a sum not rounded once moves the last bit, which the order experiment sees."""
-    reference = json.loads(REFERENCE.read_text(encoding="utf-8"))
-    for name in [n for n in LESSON if n in names and n in reference]:
-        expected = reference[name]
+    recorded_outputs = reference()
+    for name in [n for n in LESSON if n in names and n in recorded_outputs]:
+        expected = recorded_outputs[name]
         found = outputs(module, name)
         for key in [key for key in expected if key in found]:
             moved = apart(found[key], expected[key], key, operator.eq, "rounded once it is")

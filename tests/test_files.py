@@ -100,6 +100,19 @@ class FileTests(unittest.TestCase):
             self.assertEqual(((folder / "corpus.txt").read_bytes(), len(os.listdir(folder))),
                              (CORPUS, 3))
 
+    def test_a_damaged_tests_reference_json_is_named_not_a_lesson_function(self):
+        from tests import diagnosis
+        with lab_copy() as folder:
+            path = folder / "reference.json"    # missing, then empty, then not JSON
+            for data in (None, b"", b'{"init_params'):
+                if data is not None:
+                    path.write_bytes(data)
+                with self.subTest(data=data), mock.patch.object(diagnosis, "REFERENCE", path):
+                    found = diagnosis.first_wrong(model)
+                    self.assertTrue(found.startswith("tests/reference.json cannot be used ("),
+                                    found)
+                    self.assertTrue(found.endswith("tools/record_reference.py writes it afresh"))
+
     def test_a_terminal_that_cannot_print_a_letter_gets_an_escape_or_a_stand_in(self):
         corpus = FIRST.replace(b"garden", b"jard\xc3\xa9n") + CORPUS[len(FIRST):]
         tok = bpe.Tokenizer.train(corpus.decode(), 96)
