@@ -503,6 +503,8 @@ def raised(error):
     it called), and the step its "# N." comment heads: "IndexError: list index out of range
     (model.py line 312, in forward step 4)"."""
     said = f"{type(error).__name__}: {error}"
+    if isinstance(error, FileNotFoundError):        # a lab file: the command that makes it
+        said += bpe.REMAKE.get(Path(error.filename or "").name, "")
     frames = model_frames(error)
     lesson = [n for n, f in enumerate(frames) if f.name in LESSON]
     if lesson:

@@ -58,15 +58,19 @@ class FileTests(unittest.TestCase):
     def test_the_twelve_fail_once_and_first_name_the_lab_file_not_a_lesson_function(self):
         from tests.test_mistakes import first_line, run_with
         trace = (LAB / "block-trace.json").read_bytes()
-        for files, said in (({"tokenizer_json": None}, "FileProblem: [Errno 2] No such"),
-                            ({"corpus_txt": CORPUS.replace(b"\n", b"\r\n")},
-                             "FileProblem: corpus.txt line 1 ends with \\r\\n"),
-                            ({"block_trace_json": trace.replace(b"\n", b"\r\n")},
-                             "block-trace.json has \\r\\n (Windows) line ends")):
+        for files, said, then in (
+                ({"tokenizer_json": None}, "FileProblem: [Errno 2] No such", "bpe.py --write"),
+                ({"corpus_txt": None}, "FileNotFoundError: [Errno 2] No such",
+                 "corpus.txt'. Run: python3 tools/make_corpus.py"),
+                ({"corpus_txt": CORPUS.replace(b"\n", b"\r\n")},
+                 "FileProblem: corpus.txt line 1 ends with \\r\\n", "save it with LF"),
+                ({"block_trace_json": trace.replace(b"\n", b"\r\n")},
+                 "block-trace.json has \\r\\n (Windows) line ends", "save it with LF")):
             with self.subTest(said=said), lab_copy(**files):
                 test_model.tokenizer.cache_clear()      # read afresh, from the copy
                 result = run_with(model, test_model.TWELVE)
                 self.assertTrue(first_line(result).startswith(said), first_line(result))
+                self.assertIn(then, first_line(result))
                 self.assertEqual(len(result.failures + result.errors), 1)
         test_model.tokenizer.cache_clear()      # the lab's own again, for the tests after
 
