@@ -449,6 +449,8 @@ def first_wrong(module=model, names=None):
     first in the lesson's order; when none fails, rounded_otherwise()."""
     blanks = []
     for name in names or CHECKS:
+        if not hasattr(module, name):
+            return f"model.py has no def {name}: the lab and its tests call it by that name"
         try:
             found = CHECKS[name](module)
         except bpe.FileProblem as problem:      # reference.json: no function's fault

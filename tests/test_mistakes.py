@@ -119,6 +119,7 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
      (SHIFTED + "        weights",
       SHIFTED.replace("exp(z - top)", "exp(max(z, -9.0) - top)") + "        weights")),
     ("softmax", "one maximum for all rows", ("top = max(row)\n", "top = max(map(max, scores))\n")),
+    ("model.py has no def softmax", "softmax renamed", ("def softmax(", "def my_softmax(")),
     ("softmax", "no return at the end", ("        weights.append([e_j / total for e_j in e])\n"
                                          "    return weights\n",
                                          "        weights.append([e_j / total for e_j in e])\n")),
