@@ -183,11 +183,11 @@ FORWARD_STEPS = {   # forward's cache entries in the order it makes them, and th
     "hf": "forward step 4: LNF's input or parameters (hf = LNF(x2))",
     "logits": "forward step 4: the output scores, linear(hf, W_out, b_out)",
     "without": "forward step 1, with use_positions=False: no position embeddings"}
-STEPS = {   # the step of layer norm's and attention's outputs, theirs and their caches'
+STEPS = {   # the step that makes each entry of layer norm's and attention's outputs
     "layernorm_forward": {"std": 2, "xhat": 2, "y": 3},
     "attention_forward": {"q": 1, "k": 1, "v": 1, "scores": 2, "weights": 3, "mixed": 4,
                           "out": 5}}
-OUTPUTS = ("y", "out", "logits", "without")     # the rest of a forward's entries: its cache's
+OUTPUTS = ("y", "out", "logits", "without")     # what a forward returns; the rest: cached
 
 
 def against_reference(module, name):
