@@ -199,7 +199,7 @@ def against_reference(module, name):
             continue
         where = key
         if name in CACHES and key not in OUTPUTS:
-            where = f"its cache's {key}"      # made wrong, or kept wrong?
+            where = f"its cache's {key}"      # its step may be right and its cache wrong
         moved = apart(found[key], expected[key], where, near_reference, "the reference")
         if moved and name == "forward":
             return f"{FORWARD_STEPS[key]}: {moved}"

@@ -12,7 +12,7 @@ import bpe
 import model
 import test_model
 import trace_block
-from tests import LAB, lab_copy, run_main, the_recorded_trace
+from tests import LAB, diagnosis, lab_copy, run_main, the_recorded_trace
 
 CORPUS = (LAB / "corpus.txt").read_bytes()
 FIRST = CORPUS[:CORPUS.index(b"\n")]
@@ -105,7 +105,6 @@ class FileTests(unittest.TestCase):
                              (CORPUS, 3))
 
     def test_a_damaged_tests_reference_json_is_named_not_a_lesson_function(self):
-        from tests import diagnosis
         with lab_copy() as folder:
             path = folder / "reference.json"    # missing, then empty, then not JSON
             for data in (None, b"", b'{"init_params'):

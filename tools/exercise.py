@@ -8,8 +8,8 @@
 
 A stub keeps the signature, docstring and input check, and raises with the lesson's formula.
 model.py is kept in .exercise/ (git ignores it) until --restore has put all of it back; it asks
-first if you have written a blanked function since, and (the whole file, with one blank) if you
-have edited model.py elsewhere.
+first if you have written a blanked function since, and (the whole file, with a function
+blank) if you have edited model.py elsewhere.
 """
 import argparse
 import ast
