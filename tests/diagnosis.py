@@ -141,9 +141,10 @@ def apart(found, expected, where, close, said):
         return f"{where} is a {type(found).__name__}, not a number"
     if close(found, expected):
         return None
-    if f"{found:.6g}" == f"{expected:.6g}":     # all the digits, to show them apart
+    found, expected = float(found), float(expected)     # 1.0 reads "1.0", not "1"
+    if f"{found:.6}" == f"{expected:.6}":       # all the digits, to show them apart
         return f"{where} is {found!r}, {said} {expected!r}"
-    return f"{where} is {found:.6g}, {said} {expected:.6g}"
+    return f"{where} is {found:.6}, {said} {expected:.6}"
 
 
 def near_reference(found, expected):
@@ -472,19 +473,36 @@ def first_wrong(module=model, names=None):
     return rounded_otherwise(module, names or CHECKS)
 
 
+OTHERWISE = {   # steps that round otherwise than the lesson's formula, as learners wrote them
+    "layernorm_forward": "x * (1 / s) for x / s, a variance other than fsum((x - mean)²) / d",
+    "layernorm_backward": "d_x's three terms added with - for one math.fsum",
+    "softmax": "exp(z) for exp(z - max), e * (1 / total) for e / total",
+    "softmax_backward": "w · d_w - w · average for w · (d_w - average)",
+    "attention_forward": "(q / √d) · k or q · k * (1 / √d) for q · k / √d",
+    "attention_backward": "d_x's three parts added with + for one add()",
+    "loss_and_dlogits": "-log(e / total) for top + log(total) - z",
+    "backward": "a token's rows of d_x0 added one by one for one column sum"}
+
+
 def rounded_otherwise(module, names):
     """The first forward of names whose output is near reference.json but not equal to it, or
     None: a sum not rounded once moves the last bit, which the order experiment sees."""
     recorded_outputs = reference()
-    for name in [n for n in LESSON if n in names and n in recorded_outputs]:
+    for name in [n for n in recorded_outputs if n in names]:
         expected = recorded_outputs[name]
         found = outputs(module, name)
         for key in [key for key in expected if key in found]:
             moved = apart(found[key], expected[key], key, operator.eq, "rounded once it is")
             if moved:
-                return (f"{name}: {moved}: a sum not rounded once (use math.fsum), or a step "
-                        f"done otherwise than the lesson's formula?")
+                return f"{name}: {moved}: {not_rounded_once(name)}"
     return None
+
+
+def not_rounded_once(name):
+    """What moves the last bit of name's numbers, in words."""
+    otherwise = OTHERWISE.get(name, "x * (1 / s) for x / s")
+    return (f"a sum is not rounded once (use math.fsum), or a step is done otherwise than "
+            f"the lesson's formula ({otherwise})")
 
 
 def cause(error):

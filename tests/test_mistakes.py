@@ -220,7 +220,8 @@ CAUGHT_BY_THE_LAB = [   # (the mistake, its edit, the lab's tests that catch it,
     ("softmax multiplying by 1 / total",
      ("weights.append([e_j / total for e_j in e])",
       "weights.append([e_j * (1.0 / total) for e_j in e])"), EXACT_SUMS,
-     "softmax: a sum is not rounded once (use math.fsum), or a step rounds otherwise"),
+     "softmax: a sum is not rounded once (use math.fsum), or a step is done otherwise than "
+     "the lesson's formula (exp(z) for exp(z - max), e * (1 / total) for e / total)"),
     ("the loss without the shift",
      (SHIFTED + "        # -log", SHIFTED.replace(" - top", "") + "        # -log"), LARGE,
      "loss_and_dlogits fails on scores in the thousands"),
@@ -241,7 +242,8 @@ CAUGHT_BY_THE_LAB = [   # (the mistake, its edit, the lab's tests that catch it,
      EXACT_SUMS, "backward: a sum is not rounded once (use math.fsum)"),
     ("softmax_backward multiplied out, w_j · d_w_j - w_j · average",
      ("[w_j * (d_w_j - average) for", "[w_j * d_w_j - w_j * average for"), EXACT_SUMS,
-     "softmax_backward: a sum is not rounded once (use math.fsum), or a step rounds otherwise"),
+     "softmax_backward: a sum is not rounded once (use math.fsum), or a step is done "
+     "otherwise than the lesson's formula (w · d_w - w · average for w · (d_w - average))"),
     ("attention_backward adding d_x's three parts with +",
      ('d_x = add(matmul(d_q, transpose(p["Wq"])), matmul(d_k, transpose(p["Wk"])),\n'
       '              matmul(d_v, transpose(p["Wv"])))',
@@ -343,11 +345,20 @@ class LearnerMistakes(unittest.TestCase):
         self.assertEqual(counted(module, TWELVE), (0, 0))
 
     def test_correct_variants_pass_the_diagnosis(self):
-        """A relu of max(0, z), which gives int zeros, and softmax rows as tuples."""
-        module = planted(("max(0.0, z) for z in row] for row in pre]", "max(0, z) for z in row] "
-                          "for row in pre]"), ("weights.append([e_j / total for e_j in e])",
-                                               "weights.append(tuple(e_j / total for e_j in e))"))
-        self.assertIsNone(diagnosis.first_wrong(module))
+        """A relu of max(0, z), which gives int zeros, or z * (z > 0), which gives -0.0;
+        softmax rows as tuples; backward's first linear step written out, which the exact-sum
+        test cannot hand its traps, so it skips that part."""
+        for relu in ("max(0, z)", "z * (z > 0)"):
+            module = planted(("max(0.0, z) for z in row] for row in pre]",
+                              f"{relu} for z in row] for row in pre]"),
+                             ("weights.append([e_j / total for e_j in e])",
+                              "weights.append(tuple(e_j / total for e_j in e))"))
+            self.assertIsNone(diagnosis.first_wrong(module))
+        module = planted(('d_hf, grads["W_out"], grads["b_out"] = linear_backward(d_logits, ',
+                          'd_hf, grads["W_out"], grads["b_out"] = (lambda d_y, x, W: ('
+                          'matmul(d_y, transpose(W)), matmul(transpose(x), d_y), '
+                          'column_sums(d_y)))(d_logits, '))
+        self.assertEqual(counted(module, EXACT_SUMS), (0, 1))
 
     def test_each_function_blanked_and_put_back_with_tools_exercise_py(self):
         """In a scratch folder, tools/exercise.py blanks each lesson function in turn: the
@@ -355,8 +366,9 @@ class LearnerMistakes(unittest.TestCase):
         that it is to write; --restore NAME puts it back; a second --keep, a break-it not put
         back, is refused, and so is blanking a function written since, keeping a stub as the
         original, or a def renamed; the listing tells blank from written; --restore asks before
-        it puts an original over a function written since, or over an edit elsewhere, and then
-        model.py is back byte for byte."""
+        it puts an original over a function written since, or over an edit elsewhere (but NAME
+        in a model.py that does not parse is refused unasked), then model.py is back byte for
+        byte."""
         exercise = tool_module("exercise")
         with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
             model_py = Path(tmp, "model.py")
@@ -397,6 +409,9 @@ class LearnerMistakes(unittest.TestCase):
                 for answer in ("n", "", EOFError()):      # no, Enter, no one to answer
                     self.assertEqual(exercise.restore(None, ask=answering(answer)), 1)
                     self.assertEqual(model_py.read_text("utf-8"), written)
+                model_py.write_text(written + "def (\n", "utf-8")   # no parse: no question
+                with self.assertRaises(SyntaxError):
+                    exercise.restore("softmax", ask=answering(AssertionError("asked")))
                 self.assertEqual(exercise.restore(None, ask=lambda question: "y"), 0)
                 self.assertEqual(model_py.read_text("utf-8"), SOURCE)
                 self.assertFalse(Path(tmp, ".exercise").exists())   # a later blank keeps anew

@@ -126,6 +126,8 @@ def restore(name, ask=input):
         return bpe.report("no model.py is kept, so there is nothing to put back (git "
                           "checkout model.py gives the lab's own, and drops your edits)")
     kept, source = bpe.read_text(KEPT), bpe.read_text(MODEL)
+    if name is not None:
+        functions(source)       # a model.py that does not parse: said by main(), not asked
     for written in written_since(source, kept, [name] if name else None):
         try:
             answer = ask(f"{written}: put the original back over it? [y/N] ")
