@@ -478,7 +478,6 @@ OTHERWISE = {   # steps that round otherwise than the lesson's formula, as learn
     "layernorm_backward": "d_x's three terms added with - for one math.fsum",
     "softmax": "exp(z) for exp(z - max), e * (1 / total) for e / total",
     "softmax_backward": "w · d_w - w · average for w · (d_w - average)",
-    "attention_forward": "(q / √d) · k or q · k * (1 / √d) for q · k / √d",
     "attention_backward": "d_x's three parts added with + for one add()",
     "loss_and_dlogits": "-log(e / total) for top + log(total) - z",
     "backward": "a token's rows of d_x0 added one by one for one column sum"}
@@ -500,9 +499,11 @@ def rounded_otherwise(module, names):
 
 def not_rounded_once(name):
     """What moves the last bit of name's numbers, in words."""
-    otherwise = OTHERWISE.get(name, "x * (1 / s) for x / s")
-    return (f"a sum is not rounded once (use math.fsum), or a step is done otherwise than "
-            f"the lesson's formula ({otherwise})")
+    said = ("a sum is not rounded once (use math.fsum), or a step is done otherwise than the "
+            "lesson's formula")
+    if name in OTHERWISE:
+        said += f" ({OTHERWISE[name]})"
+    return said
 
 
 def cause(error):
