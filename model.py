@@ -6,7 +6,7 @@
     logits = LNF(x2) · W_out + b_out              a score for every token at every position
 
 Read it top-down: list helpers, layer norm, attention, the model; input checks at the end.
-Each backward walks its forward's steps in reverse; d_x1 is the gradient of x1. Shapes: T
+Each backward walks its forward's steps in reverse; d_x1 is ∂loss/∂x1. Shapes: T
 positions (P = 64 at most), width d (16), MLP width H (64), vocabulary V (96). A sum of
 more than two floats is math.fsum, rounded once whatever the order of its terms and the
 Python version. One sequence at a time, one attention head, no dropout, no tied embeddings.
@@ -61,7 +61,7 @@ def matmul(a, b):
     finite = all(map(math.isfinite, chain.from_iterable(b)))
     out = []
     for row in a:
-        if finite and 0.0 in row:   # b finite: a zero of a adds nothing (0 · inf is nan)
+        if finite and 0.0 in row:   # speed: skip a's zeros (b finite, as 0 · inf is nan)
             kept = list(compress(row, row))                     # the nonzero entries
             out.append([fsum(map(mul, kept, compress(col, row))) for col in b_cols])
         else:
@@ -93,8 +93,8 @@ def column_sums(m):
 ################ Layer normalization
 
 def layernorm_forward(x, g, b):
-    """Each row of x to mean 0 and variance about 1, times the gain g, plus the bias b, as in
-    torch.nn.LayerNorm: y = (x - mean) / √(variance over d + EPS) · g + b. (y, cache)."""
+    """Each row of x to mean 0 and variance (over d) about 1, times the gain g, plus the bias
+    b, as in torch.nn.LayerNorm: y = (x - mean) / √(variance + EPS) · g + b. (y, cache)."""
     check("layernorm_forward(x: T d, g: d, b: d)", x, g, b)
     d = len(g)
     y, xhat, std = [], [], []
@@ -128,8 +128,8 @@ def layernorm_backward(dy, g, cache):
     d_x = []
     for dy_t, xhat_t, s in zip(dy, xhat, std):                 # row t
         d_xhat = [dy_j * g_j for dy_j, g_j in zip(dy_t, g)]     # term 1
-        # 2 and 1. xhat = (x - mean) / std: the mean moves every x alike (term 2), and
-        # the std grows along xhat (term 3)
+        # 2 and 1. xhat = (x - mean) / std, and each x also moves its row's mean (term 2)
+        # and its std (term 3)
         mean_d_xhat = fsum(d_xhat) / d
         mean_d_xhat_xhat = fsum(map(mul, d_xhat, xhat_t)) / d
         # three terms, so fsum: term1 - term2 - term3 would round twice
@@ -141,8 +141,8 @@ def layernorm_backward(dy, g, cache):
 ################ Causal self-attention
 
 def softmax(scores):
-    """Each row's softmax, exp(z - max) / Σ exp(z - max): exp(z) / Σ exp(z), but exp cannot
-    overflow. A score of -inf weighs exactly 0.
+    """Each row's softmax exp(z) / Σ exp(z), computed as exp(z - max) / Σ exp(z - max) so
+    that exp cannot overflow. A score of -inf weighs exactly 0.
 
     >>> softmax([[3.0, -math.inf], [1.0, 1.0]])
     [[1.0, 0.0], [0.5, 0.5]]
@@ -209,7 +209,7 @@ def attention_backward(p, cache, d_out):
     # 4. mixed = weights · v
     d_weights = matmul(d_mixed, transpose(v))                   # (T, T)
     d_v = matmul(transpose(weights), d_mixed)                   # (T, d)
-    # 3. weights = softmax(scores); a masked weight is 0, so its score gets 0
+    # 3. weights = softmax(scores): w = 0 where masked, so d_scores = 0 there
     d_scores = softmax_backward(weights, d_weights)             # (T, T)
     # 2. scores = q · kᵀ / √d
     d_q = [[e / sqrt_d for e in row] for row in matmul(d_scores, k)]

@@ -1,6 +1,6 @@
 """The lesson's twelve tests, in its three classes and order: Recorded (1), Mechanism (2 to 6),
 FailureCases (7 to 12). A failure of test 1, 2, 4 or 5, or an error, starts with the lesson
-function that is wrong (tests/diagnosis.py); an error met before skips: one failure per cause."""
+function that is wrong (tests/diagnosis.py); a test meeting an error already met skips."""
 import functools
 import math
 import random
@@ -61,8 +61,8 @@ class Mechanism(unittest.TestCase):
             if abs(mean - 1) > 1e-12 or abs(variance - 4) > 1e-4:
                 self.fail(f"layernorm_forward: row {t} has mean {mean} and "
                           f"variance {variance}, not 1 (the bias) and 4 "
-                          f"(gain²): centre, divide by √(variance over d "
-                          f"+ EPS), times the gain, plus the bias")
+                          f"(gain²): centre, divide by √(variance + EPS) "
+                          f"(over d), times the gain, plus the bias")
 
     def test_layernorm_backward_with_nonunit_gains(self):
         """d_x, d_g and d_b, with gains other than 1, against central differences of Σ y · dy
@@ -117,7 +117,7 @@ class Mechanism(unittest.TestCase):
             if used and not use_positions:
                 self.fail(f"without positions, pos_emb rows {used[:3]}... "
                           f"got a gradient (backward step 1)")
-        if used[:1] != [0] or used[-1] >= len(x):
+        if used[:1] != [0] or used[-1] >= len(x):       # the last pass: with positions
             self.fail(f"pos_emb rows {used} got a gradient, but rows 0 to "
                       f"{len(x) - 1} were used (backward step 1)")
 
@@ -191,7 +191,7 @@ def series():
 def diagnosis(*names):
     """Which lesson function (of names; all by default) is wrong, in one line. first_wrong()
     turns an error in any check into its verdict, so that it never hides a test's finding."""
-    return first_wrong(model, names or None) or "No lesson function is off its own checks."
+    return first_wrong(model, names or None) or "Every lesson function passes its checks."
 
 
 FAILED = {}         # test name -> what it failed on (a cause()), in this run

@@ -92,7 +92,7 @@ def build(tok, cfg):
 ################ The gradient check
 
 def central_differences(f, tensor, step=STEP):
-    """(f() with an entry + step - f() with it - step) / 2·step, for each entry of tensor (a
+    """(f() at entry + step - f() at entry - step) / (2·step), for each entry of tensor (a
     vector or a matrix, nudged in place and put back): f's slopes, in tensor's shape."""
     rows = tensor if isinstance(tensor[0], list) else [tensor]
     slopes = []
@@ -146,7 +146,7 @@ def small_copy_check(vocab, ids):
     """The small copy's gradient check on a tuple of IDs: made once per run, and shared."""
     key = (vocab, ids, model)
     if key not in CHECKED:
-        p = model.init_params(vocab, TINY["d"], TINY["hidden"], TINY["max_len"], TINY["seed"])
+        p = model.init_params(vocab, **TINY)
         x, y = list(ids[:-1]), list(ids[1:])
         CHECKED[key] = compare_gradients(backward_gradients(p, x, y), numeric_gradients(p, x, y))
     return CHECKED[key]
@@ -197,7 +197,7 @@ def to_json(figures):
 
 
 def summary(figures):
-    """The figures the lesson talks about, but the order experiment's, as lines to read.
+    """The figures the lesson talks about, all but the order experiment's, as lines to read.
 
     >>> summary(json.loads(TRACE_FILE.read_text(encoding="utf-8")))[4]
     'initial loss          4.5805, against ln 96 = 4.5643 for a model that knows nothing'
@@ -418,7 +418,7 @@ def run(args):
 ################ Input checks
 
 def check_sentences(tok):
-    """tok, unless it splits the trace's sentences otherwise than the lesson's tokenizer."""
+    """tok, if it encodes the trace's sentences to lengths the trace can use."""
     try:
         lengths = [len(tok.encode(s)) for s in (ORDER_A, ORDER_B, GRADIENT_SENTENCE)]
     except ValueError as error:

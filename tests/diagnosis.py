@@ -245,7 +245,7 @@ def check_layernorm_forward(module):
         if abs(mean) > 1e-9 or abs(variance - 1) > 1e-4:
             return (f"layernorm_forward: row {t} of (y - b) / g has mean {mean:.4g} and "
                     f"variance {variance:.4g}, not 0 and about 1: centre, divide by "
-                    f"√(variance over d + EPS), then the gain, then the bias")
+                    f"√(variance + EPS) (over d), then the gain, then the bias")
     return against_reference(module, "layernorm_forward")
 
 

@@ -27,8 +27,8 @@ MODEL = os.path.join(ROOT, "model.py")
 KEPT = os.path.join(ROOT, ".exercise", "model.py")
 BLANKED = os.path.join(ROOT, ".exercise", "blanked.txt")
 FORMULAS = {
-    "layernorm_forward": "each row: y = (x - mean) / √(variance over d + EPS) · g + b; the "
-                         "cache keeps xhat and std",
+    "layernorm_forward": "each row: y = (x - mean) / √(variance + EPS) · g + b, the variance "
+                         "over d; the cache keeps xhat and std",
     "layernorm_backward": "d_xhat = dy · g; d_x = (d_xhat - mean(d_xhat) - xhat · mean(d_xhat "
                           "· xhat)) / std, its three terms one math.fsum; d_g = Σ over rows of "
                           "dy · xhat; d_b = Σ of dy",
