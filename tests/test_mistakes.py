@@ -368,7 +368,7 @@ class LearnerMistakes(unittest.TestCase):
         original, or a def renamed; the listing tells blank from written; --restore asks before
         it puts an original over a function written since, or over an edit elsewhere (but NAME
         in a model.py that does not parse is refused unasked), then model.py is back byte for
-        byte."""
+        byte; after --restore NAME, a def written beside the function is pointed out."""
         exercise = tool_module("exercise")
         with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
             model_py = Path(tmp, "model.py")
@@ -421,6 +421,13 @@ class LearnerMistakes(unittest.TestCase):
                 self.assertEqual(exercise.restore(None, ask=answering("n")), 1)
                 self.assertEqual(model_py.read_text("utf-8"), edited)
                 self.assertEqual(exercise.restore(None, ask=answering("y")), 0)
+                exercise.blank("softmax")           # written again, with a def beside it
+                beside = SOURCE.replace("def softmax(", "def top(row):\n    return max(row)"
+                                                        "\n\n\ndef softmax(")
+                model_py.write_text(beside, "utf-8")
+                self.assertIn("still differs", run_main(exercise.main, "--restore", "softmax")[1])
+                self.assertEqual(exercise.restore(None), 0)
+                self.assertEqual(model_py.read_text("utf-8"), SOURCE)
                 exercise.blank("softmax")
                 shutil.rmtree(Path(tmp, ".exercise"))       # lost: a stub is no original
                 self.assertEqual(run_main(exercise.main, "forward")[0], 1)

@@ -142,9 +142,12 @@ def restore(name, ask=input):
         restored = replaced(source, name, functions(kept)[name][1])
         blanked = [n for n in read_blanked() if n != name]
     bpe.write_texts({MODEL: restored, BLANKED: "".join(f"{n}\n" for n in blanked)})
+    print(f"put back {name or 'model.py as it was kept'}")
     if restored == kept:        # nothing left to put back: the next blank or --keep keeps anew
         shutil.rmtree(os.path.dirname(KEPT))
-    print(f"put back {name or 'model.py as it was kept'}")
+    elif not blanked:           # nothing blank, but a def written beside a function, say
+        print("model.py still differs from the kept one elsewhere: python3 tools/exercise.py "
+              "--restore puts all of it back")
     return 0
 
 
