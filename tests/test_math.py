@@ -2,6 +2,7 @@
 gradient at full size and as a trainer needs it, matmul's skipped zeros, reference.json as
 tools/record_reference.py writes it, and the refusals of bad input."""
 import doctest
+import json
 import math
 import random
 import re
@@ -327,6 +328,12 @@ class GradientTests(unittest.TestCase):
         (path, text), = write.call_args.args[0].items()
         self.assertEqual(path, str(diagnosis.REFERENCE))
         if text != diagnosis.REFERENCE.read_text(encoding="utf-8"):
+            stored = diagnosis.reference()
+            unrecorded = [f"{name}'s {key}" for name, found in json.loads(text).items()
+                          for key in found if key not in stored.get(name, {})]
+            if unrecorded:      # an output the diagnosis reads since: it would go unchecked
+                self.fail(f"tests/reference.json records no {unrecorded[0]}: python3 "
+                          f"tools/record_reference.py")
             moved = diagnosis.first_wrong(model)      # a moved bit: rounded_otherwise()
             if moved:
                 self.fail(f"{moved} (model.py's math changed on purpose, by a maintainer? "
