@@ -39,7 +39,8 @@ def planted(*edits):
     for edit in edits:
         if len(edit) == 2:
             if source.count(edit[0]) != 1:
-                raise AssertionError(f"cannot plant: model.py does not hold {edit[0]!r} once")
+                raise AssertionError(f"cannot plant a mistake of tests/test_mistakes.py: "
+                                     f"model.py does not hold {edit[0]!r} once")
             edit = (source.index(edit[0]), *edit)
         at, old, new = edit
         source = source[:at] + new + source[at + len(old):]
@@ -416,7 +417,7 @@ class LearnerMistakes(unittest.TestCase):
                 self.assertEqual(model_py.read_text("utf-8"), SOURCE)
                 self.assertFalse(Path(tmp, ".exercise").exists())   # a later blank keeps anew
                 exercise.blank("softmax")           # then a change elsewhere: asked about too
-                edited = model_py.read_text("utf-8").replace("EPS = 1e-5", "EPS = 1e-6")
+                edited = "# a note of mine\n" + model_py.read_text("utf-8")
                 model_py.write_text(edited, "utf-8")
                 self.assertEqual(exercise.restore(None, ask=answering("n")), 1)
                 self.assertEqual(model_py.read_text("utf-8"), edited)

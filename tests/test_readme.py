@@ -102,5 +102,6 @@ class ReadmeTests(unittest.TestCase):
         last = out.getvalue().splitlines()[-1]
         loss, step = re.search(r"falls to (\d\.\d+) by step (\d+)", README).groups()
         self.assertTrue(last.startswith(f"step {step}: loss {loss} ("),
-                        f"the loop prints {last!r}, but README.md says it falls to {loss} "
-                        f"by step {step} (after an edit of the corpus, run it and restate it)")
+                        f"the loop prints {last!r}, but README.md says it falls to {loss} by "
+                        f"step {step} (after an edit of the corpus or the math, run it and "
+                        f"restate it)")

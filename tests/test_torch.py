@@ -24,13 +24,13 @@ def torch_reference(params, ids, targets, use_positions=True):
     P = {n: torch.tensor(params[n], dtype=torch.float64, requires_grad=True) for n in params}
     T, d = len(ids), len(params["Wq"])
     x0 = P["tok_emb"][torch.tensor(ids)] + (P["pos_emb"][:T] if use_positions else 0)
-    h1 = F.layer_norm(x0, (d,), P["ln1_g"], P["ln1_b"], eps=1e-5)
+    h1 = F.layer_norm(x0, (d,), P["ln1_g"], P["ln1_b"], eps=model.EPS)
     scores = (h1 @ P["Wq"]) @ (h1 @ P["Wk"]).T / math.sqrt(d)
     future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)    # j > i: masked
     x1 = x0 + (F.softmax(scores.masked_fill(future, float("-inf")), dim=-1) @ (h1 @ P["Wv"])) @ P["Wo"]
-    h2 = F.layer_norm(x1, (d,), P["ln2_g"], P["ln2_b"], eps=1e-5)
+    h2 = F.layer_norm(x1, (d,), P["ln2_g"], P["ln2_b"], eps=model.EPS)
     x2 = x1 + F.relu(h2 @ P["W1"] + P["b1"]) @ P["W2"] + P["b2"]
-    logits = F.layer_norm(x2, (d,), P["lnf_g"], P["lnf_b"], eps=1e-5) @ P["W_out"] + P["b_out"]
+    logits = F.layer_norm(x2, (d,), P["lnf_g"], P["lnf_b"], eps=model.EPS) @ P["W_out"] + P["b_out"]
     loss = F.cross_entropy(logits, torch.tensor(targets))
     loss.backward()
     return logits.detach(), loss.item(), {n: t.grad if t.grad is not None else torch.zeros_like(t)
