@@ -238,14 +238,19 @@ def check_layernorm_forward(module):
     missing = lacking("layernorm_forward", cache)
     if missing:
         return missing
-    for t, row in enumerate(y):
-        z = [(y_j - b_j) / g_j for y_j, g_j, b_j in zip(row, g, b)]
-        mean = math.fsum(z) / len(z)
-        variance = math.fsum((v - mean) ** 2 for v in z) / len(z)
-        if abs(mean) > 1e-9 or abs(variance - 1) > 1e-4:
-            return (f"layernorm_forward: row {t} of (y - b) / g has mean {mean:.4g} and "
-                    f"variance {variance:.4g}, not 0 and about 1: centre, divide by "
-                    f"√(variance + EPS) (over d), then the gain, then the bias")
+    for t, (row, xhat_t) in enumerate(zip(y, cache["xhat"])):     # each step, in turn
+        mean = math.fsum(xhat_t) / len(xhat_t)
+        variance = math.fsum((v - mean) ** 2 for v in xhat_t) / len(xhat_t)
+        if abs(mean) > 1e-9:
+            return (f"layernorm_forward step 1: row {t} of xhat has mean {mean:.4g}, not 0: "
+                    f"subtract the row's own mean, over its d values")
+        if abs(variance - 1) > 1e-4:
+            return (f"layernorm_forward step 2: row {t} of xhat has variance {variance:.4g}, "
+                    f"not about 1: divide by √(variance + EPS), the variance over d")
+        moved = apart(row, [xh * g_j + b_j for xh, g_j, b_j in zip(xhat_t, g, b)], f"y[{t}]",
+                      near_reference, "xhat · g + b gives")
+        if moved:
+            return f"layernorm_forward step 3: {moved}"
     return against_reference(module, "layernorm_forward")
 
 

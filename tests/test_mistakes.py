@@ -88,12 +88,13 @@ MASK = "if j <= i else -math.inf"
 LN_TERMS = "fsum((term1, -mean_d_xhat, -xhat_j * mean_d_xhat_xhat))"
 SHIFTED = "        e = [exp(z - top) for z in row]\n        total = fsum(e)\n"
 MISTAKES = [   # (its verdict's first words: the function, the step; the mistake; an edit or edits)
-    ("layernorm_forward", "the variance over d - 1",
+    ("layernorm_forward step 2", "the variance over d - 1",
      ("c in centred) / d", "c in centred) / (d - 1)")),
+    ("layernorm_forward step 1", "the mean over the rows", ("fsum(row) / d", "fsum(row) / len(x)")),
     ("layernorm_forward", "ε outside the root", ("sqrt(variance + EPS)", "sqrt(variance) + EPS")),
     ("layernorm_forward", "ε a tenth of EPS",
      ("sqrt(variance + EPS)", "sqrt(variance + EPS / 10)")),
-    ("layernorm_forward", "the bias before the gain",
+    ("layernorm_forward step 3", "the bias before the gain",
      ("xh * g_j + b_j for", "(xh + b_j) * g_j for")),
     ("layernorm_forward", "std left out of the cache", ('"xhat": xhat, "std": std}', '"xhat": xhat}')),
     ("layernorm_forward", "x changed in place",
