@@ -489,8 +489,9 @@ OTHERWISE = {   # steps that round otherwise than the lesson's formula, as learn
 
 
 def rounded_otherwise(module, names):
-    """The first forward of names whose output is near reference.json but not equal to it, or
-    None: a sum not rounded once moves the last bit, which the order experiment sees."""
+    """The first of names (init_params and the forwards) whose output is near reference.json
+    but not equal to it, or None: a sum not rounded once moves the last bit, which the order
+    experiment sees."""
     recorded_outputs = reference()
     for name in [n for n in recorded_outputs if n in names]:
         expected = recorded_outputs[name]

@@ -321,8 +321,9 @@ class GradientTests(unittest.TestCase):
 
     def test_reference_json_holds_what_model_py_computes_to_the_bit(self):
         """Every forward's outputs on the diagnosis's inputs, equal to what
-        tools/record_reference.py writes on every Python: numbers by value (a learner's 0 or
-        -0.0 for 0.0 is no change), a cache entry the diagnosis does not need left out."""
+        tools/record_reference.py writes on every Python: each output recorded, its numbers
+        by value (a learner's 0 or -0.0 for 0.0 is no change, nor a cache entry the
+        diagnosis does not need left out)."""
         with mock.patch.object(bpe, "write_texts") as write:
             run_script(LAB / "tools" / "record_reference.py")
         (path, text), = write.call_args.args[0].items()
