@@ -33,8 +33,7 @@ class TrainingTests(unittest.TestCase):
         self.assertEqual(bpe.Tokenizer.train("abc", 3).vocab, ["a", "b", "c"])   # no merge at all
 
     def test_a_tie_goes_to_the_pair_with_the_smallest_left_then_right_id(self):
-        for text, size, merges, counts in (
-                ("aaabdaaabac", 6, [(0, 0), (0, 1)], [4, 2]),  # ("aa","a") = (4,0) ties (0,1)
+        for text, size, merges, counts in (     # (4, 0) against (0, 1): bpe.py's doctests
                 ("cdab", 5, [(0, 1)], [1]),                    # (0, 1) comes last, and wins
                 ("acab", 4, [(0, 1)], [1])):                   # left ids tie: right decides
             with self.subTest(text=text):
@@ -98,22 +97,14 @@ class TheLabsTokenizerTests(unittest.TestCase):
         self.assertLessEqual(len(ball), 9)
 
     def test_every_id_the_trace_and_the_tests_read_is_pinned(self):
-        """The sentences the trace and the tests encode split into the lesson's tokens, with
-        the lesson's IDs (tools/make_corpus.py keeps them so; here they are checked)."""
+        """tools/make_corpus.py's SPLITS and IDS hold for tokenizer.json."""
         tool = tool_module("make_corpus")
-        splits, ids = tool.SPLITS, tool.IDS
         tok = tokenizer()
-        self.assertIn(FIRST_STORY + "\n", splits)
-        for sentence, split in splits.items():
+        self.assertIn(FIRST_STORY + "\n", tool.SPLITS)
+        for sentence, split in tool.SPLITS.items():
             with self.subTest(sentence=sentence):
                 self.assertEqual(tok.tokens(sentence), split.split("|"))
-                self.assertEqual(tok.encode(sentence), [ids[t] for t in split.split("|")])
-
-    def test_corpus_txt_is_what_tools_make_corpus_py_writes_from_tools(self):
-        filler = (tool := tool_module("make_corpus")).Filler()
-        made = tool.assemble(filler.stories(filler.fit(tool.read_quotas())), tool.read_stories())
-        self.assertEqual(bpe.read_corpus(LAB / "corpus.txt"), made, "corpus.txt is not what "
-                         "python3 tools/make_corpus.py writes: stories belong in tools/stories.txt")
+                self.assertEqual(tok.encode(sentence), [tool.IDS[t] for t in split.split("|")])
 
     def test_make_corpus_check_names_each_of_its_three_files_that_it_would_write_otherwise(self):
         tool = tool_module("make_corpus")
@@ -121,7 +112,7 @@ class TheLabsTokenizerTests(unittest.TestCase):
             tool.QUOTAS_PATH = str(folder / "quotas.json")
             (folder / "quotas.json").write_bytes((LAB / "tools" / "quotas.json").read_bytes())
             code, _, err = run_main(tool.main, "--check")
-            self.assertEqual(code, 0, err)      # a story typed into corpus.txt, say
+            self.assertEqual(code, 0, err)      # corpus.txt is what it writes from tools/
             for name in ("corpus.txt", "quotas.json", "tokenizer.json"):
                 with self.subTest(file=name):
                     kept = (folder / name).read_bytes()
@@ -181,24 +172,18 @@ class TheLabsTokenizerTests(unittest.TestCase):
 
     def test_check_says_what_is_stale_or_missing_and_the_command_that_fixes_it(self):
         lines = (LAB / "tokenizer.json").read_bytes().splitlines(True)
-        with tempfile.TemporaryDirectory() as tmp:
-            short, windows = Path(tmp, "short.json"), Path(tmp, "windows.json")
-            short.write_bytes(b"".join(lines[:98]))                          # cut short
-            windows.write_bytes(b"".join(lines).replace(b"\n", b"\r\n"))     # Windows line ends
-            missing = Path(tmp, "no", "tokenizer.json")
-            for corpus, path, words in (
-                    (None, short, ["its line 99 is '(the end)', trained now '    \"",
-                                   "python3 bpe.py --write"]),
-                    (None, windows, ["its line 1 is '{\\r\\n', trained now '{\\n'"]),
-                    (None, missing, ["no such file. Run: python3 bpe.py --write"]),
-                    (missing.with_name("corpus.txt"), None,
-                     ["no such file. Run: python3 tools/make_corpus.py"])):
-                with self.subTest(words=words[0]):
-                    code, out, err = run_main(lambda args: bpe.run_reporting_problems(
-                        lambda: bpe.check(corpus, path)))
-                    self.assertEqual(code, 1)
-                    for part in words:
-                        self.assertIn(part, out + err)
+        for files, words in (
+                ({"tokenizer_json": b"".join(lines[:98])},                      # cut short
+                 ["its line 99 is '(the end)', trained now '    \"", "python3 bpe.py --write"]),
+                ({"tokenizer_json": b"".join(lines).replace(b"\n", b"\r\n")},    # Windows
+                 ["its line 1 is '{\\r\\n', trained now '{\\n'"]),
+                ({"tokenizer_json": None}, ["no such file. Run: python3 bpe.py --write"]),
+                ({"corpus_txt": None}, ["no such file. Run: python3 tools/make_corpus.py"])):
+            with self.subTest(words=words[0]), lab_copy(**files):
+                code, out, err = run_main(bpe.main, "--check")
+                self.assertEqual(code, 1)
+                for part in words:
+                    self.assertIn(part, out + err)
 
     def test_python3_bpe_py_into_a_reader_that_stops_early_ends_quietly(self):    # | head -1
         read, write = os.pipe()
@@ -251,8 +236,6 @@ class TheLabsTokenizerTests(unittest.TestCase):
         for case, call, exception, message in (
                 ("below the alphabet", lambda: bpe.Tokenizer.train("abc", 2), ValueError,
                  "smaller than the base alphabet"),
-                ("past what the text reaches", lambda: bpe.Tokenizer.train("ab ab", 6),
-                 ValueError, "no pair left to merge"),
                 ("encode 'Mia'", lambda: tok.encode("Mia"), ValueError, "'M' at position 0"),
                 *[(f"decode {i}", lambda i=i: tok.decode([0, i]), ValueError,
                    "outside the vocabulary") for i in (96, -1)],
