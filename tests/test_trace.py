@@ -75,16 +75,15 @@ class CommandLineTests(unittest.TestCase):
     def test_check_names_each_figure_that_moved_and_says_when_to_write(self):
         stale = {**recorded(), "initial_loss": 4.0}
         stale["order_test"]["gaps_by_position_without_positions"][8] = 0.5
-        trace = (LAB / "block-trace.json").read_bytes()
         cases = [(trace_block.to_json(stale).encode(), [
                      f"initial_loss: 4.0 -> {recorded()['initial_loss']}",
                      "order_test.gaps_by_position_without_positions[8]: 0.5 -> 0.0",
                      "on purpose? python3 trace_block.py --write",
                      "test_model.py names the function"]),
-                 (trace.replace(b"\n", b"\r\n"), ["has \\r\\n (Windows) line ends", "save it with LF"]),
                  (trace_block.to_json({k: v for k, v in recorded().items() if k != "uniform_loss"})
                   .encode(), ["uniform_loss: (missing) -> 4.5643"]),
-                 (trace.replace(b'  "story"', b'"story"'), ["the layout differs"])]
+                 ((LAB / "block-trace.json").read_bytes().replace(b'  "story"', b'"story"'),
+                  ["the layout differs"])]
         with the_recorded_trace():
             self.assertEqual(run_main(trace_block.main, "--check"),
                              (0, "block-trace.json is up to date.\n", ""))
@@ -102,13 +101,12 @@ class CommandLineTests(unittest.TestCase):
                                           "trace_block.py --write\n"))
         trace.assert_not_called()
 
-    def test_write_then_check(self):
+    def test_write_writes_the_trace_as_the_file_holds_it(self):
         with lab_copy(block_trace_json=None) as folder, the_recorded_trace():
             self.assertEqual(run_main(trace_block.main, "--write")[:2],
                              (0, "wrote block-trace.json\n"))
             self.assertEqual((folder / "block-trace.json").read_bytes(),
                              (LAB / "block-trace.json").read_bytes())
-            self.assertEqual(run_main(trace_block.main, "--check")[0], 0)
 
     def test_write_leaves_the_file_when_the_gradient_check_fails(self):
         from tests.test_mistakes import planted
