@@ -1,8 +1,5 @@
-"""The lab's own tests, beyond the lesson's twelve (test_model.py), one module per thing under
-test: README.md here says what each proves. Run them all, with the twelve, from the lab's folder:
-
-    python3 -m unittest
-"""
+"""The lab's own tests beyond the lesson's twelve, and their helpers: README.md here says what
+each module proves, and how to run them."""
 import contextlib
 import functools
 import importlib.util
@@ -47,8 +44,7 @@ def run_script(path, *args):
 
 @functools.lru_cache(maxsize=None)
 def shown():
-    """What `python3 trace_block.py --show` prints, the script run in this process, __main__ and
-    all: made once per run (a dozen forward passes), shared; a failed run fails every user."""
+    """What `python3 trace_block.py --show` prints: made once (a dozen forward passes), shared."""
     code, out, err = run_script(LAB / "trace_block.py", "--show")
     if code != 0 or err:
         raise AssertionError(f"trace_block.py --show exited with {code}: {err}")

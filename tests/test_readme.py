@@ -1,6 +1,4 @@
-"""What README.md says is true: its excerpts of output are what the commands print, its figures
-are the lab's, the tests it names exist (and the lesson's command runs its twelve, in its order),
-its break-it exercises fail the tests it says, and its training loop, taken from its text, runs."""
+"""What README.md says is true: its excerpts of output, figures, tests, break-its and loop."""
 import contextlib
 import io
 import os
@@ -88,9 +86,7 @@ class ReadmeTests(unittest.TestCase):
                 self.assertTrue(first_line(result).startswith(opening.group(1)),
                                 first_line(result))
 
-    def test_the_training_loop_runs_as_it_stands(self):
-        """The README's loop, from its text, whole (8 to 24 s): it ends at the loss the README
-        says it falls to."""
+    def test_the_training_loop_runs_whole_to_the_loss_it_states(self):      # 8 to 24 s
         loop = re.search(r"```python\n(.*?)```", README, re.S).group(1)
         here, out = os.getcwd(), io.StringIO()
         try:
