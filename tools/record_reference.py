@@ -6,8 +6,7 @@ import argparse
 import os
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import bpe                  # noqa: E402  (the lab's modules live one folder up)
 from tests import diagnosis  # noqa: E402
@@ -15,6 +14,5 @@ from tests import diagnosis  # noqa: E402
 if __name__ == "__main__":
     argparse.ArgumentParser(description=__doc__,
                             formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
-    path = os.path.join(ROOT, "tests", "reference.json")
-    bpe.write_texts({path: diagnosis.recorded()})
-    print(f"wrote {path}")
+    bpe.write_texts({str(diagnosis.REFERENCE): diagnosis.recorded()})
+    print(f"wrote {diagnosis.REFERENCE}")
