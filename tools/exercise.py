@@ -7,13 +7,11 @@
     python3 tools/exercise.py --restore             put model.py back as it was kept
 
 A stub keeps the signature, docstring and input check, and raises with the lesson's formula.
-model.py is kept in .exercise/ (git ignores it) until --restore has put all of it back; it asks
-first if you have written a blanked function since, and (the whole file, with a function
-blank) if you have edited model.py elsewhere.
+model.py is kept in .exercise/ (git ignores it) until all of it is put back; --restore asks
+before it undoes a function written since it was blanked or, with one blank, an edit elsewhere.
 """
 import argparse
 import ast
-import functools
 import os
 import shutil
 import sys
@@ -88,8 +86,7 @@ def blanks(source):
 
 
 def keep():
-    """Keep model.py as it is now, for --restore: never a changed one over the kept one, nor
-    one that holds a stub (it would be the original that --restore puts back)."""
+    """Keep model.py as it is now, for --restore; never over a changed kept one, nor a stub."""
     source = bpe.read_text(MODEL)
     if os.path.exists(KEPT) and bpe.read_text(KEPT) != source:
         return bpe.report("tools/exercise.py: model.py has changed since it was kept: "
@@ -126,8 +123,10 @@ def restore(name, ask=input):
         return bpe.report("no model.py is kept, so there is nothing to put back (git "
                           "checkout model.py gives the lab's own, and drops your edits)")
     kept, source = bpe.read_text(KEPT), bpe.read_text(MODEL)
-    if name is not None:
-        functions(source)       # a model.py that does not parse: said by main(), not asked
+    restored, blanked = kept, []
+    if name is not None:        # a model.py that does not parse: said by main(), not asked
+        restored = replaced(source, name, functions(kept)[name][1])
+        blanked = [n for n in read_blanked() if n != name]
     for written in written_since(source, kept, [name] if name else None):
         try:
             answer = ask(f"{written}: put the original back over it? [y/N] ")
@@ -137,10 +136,6 @@ def restore(name, ask=input):
         if answer.strip().lower() not in ("y", "yes"):
             print("model.py is unchanged (--restore NAME puts back one function)")
             return 1
-    restored, blanked = kept, []
-    if name is not None:
-        restored = replaced(source, name, functions(kept)[name][1])
-        blanked = [n for n in read_blanked() if n != name]
     bpe.write_texts({MODEL: restored, BLANKED: "".join(f"{n}\n" for n in blanked)})
     print(f"put back {name or 'model.py as it was kept'}")
     if restored == kept:        # nothing left to put back: the next blank or --keep keeps anew
@@ -200,9 +195,9 @@ def main(argv=None):
     if args.keep:
         action = keep
     elif args.restore:
-        action = functools.partial(restore, args.name)
+        action = lambda: restore(args.name)
     elif args.name:
-        action = functools.partial(blank, args.name)
+        action = lambda: blank(args.name)
     try:
         return bpe.run_reporting_problems(action)
     except SyntaxError as error:        # a rewrite that does not parse yet
