@@ -97,7 +97,16 @@ def read_plots(path=PLOTS_PATH):
         elif not plots:
             raise bpe.FileProblem(f"{where}: a sentence before the first '== name' line")
         else:
-            plots[-1][2].append(read_ways(line, where))
+            ways = [way.strip() for way in line.split("|")]     # the ways of saying a sentence
+            bad = sorted(set("".join(FIELD.sub("", way) for way in ways)) - set(ALPHABET))
+            if bad:
+                raise bpe.FileProblem(f"{where}: characters outside the alphabet {bad}")
+            unknown = sorted({match[0] for match in FIELD.findall(line)} - set(FIELD_KINDS))
+            if unknown:
+                raise bpe.FileProblem(f"{where}: unknown fields {unknown}")
+            if not all(ways):
+                raise bpe.FileProblem(f"{where}: an empty way of saying a sentence")
+            plots[-1][2].append(ways)
     missing = sorted({"lead", "callee", *FIELD_KINDS.values()} - set(kinds))
     if missing:
         raise bpe.FileProblem(f"{os.path.relpath(path)}: no word list for {missing}")
@@ -105,20 +114,6 @@ def read_plots(path=PLOTS_PATH):
     if empty:
         raise bpe.FileProblem(f"{os.path.relpath(path)}: the plot {empty[0]} has no sentences")
     return plots, kinds, she
-
-
-def read_ways(line, where):
-    """The ways of saying one sentence of a plot, checked."""
-    ways = [way.strip() for way in line.split("|")]
-    bad = sorted(set("".join(FIELD.sub("", way) for way in ways)) - set(ALPHABET))
-    if bad:
-        raise bpe.FileProblem(f"{where}: characters outside the alphabet {bad}")
-    unknown = sorted({match[0] for match in FIELD.findall(line)} - set(FIELD_KINDS))
-    if unknown:
-        raise bpe.FileProblem(f"{where}: unknown fields {unknown}")
-    if not all(ways):
-        raise bpe.FileProblem(f"{where}: an empty way of saying a sentence")
-    return ways
 
 
 def kinds_of(template):
@@ -255,12 +250,10 @@ def learn_merges_fast(text, vocab_size):
     """bpe.learn_merges's result, faster: a merge recounts only the chunks that hold its pair."""
     bpe.check_size(text, vocab_size)
     vocab, words, weights = bpe.start_training(text)
+    chunks = ["".join(vocab[i] for i in ids) for ids in words]     # each chunk's text
     pair_counts = {}    # pair -> its count; a pair gone from every chunk stays, at 0
-    holders = {}        # pair -> the chunks that hold it (or held it)
-    for w, ids in enumerate(words):
-        bpe.count_pairs(ids, pair_counts, weights[w])
-        for pair in zip(ids, ids[1:]):
-            holders.setdefault(pair, set()).add(w)
+    for ids, weight in zip(words, weights):
+        bpe.count_pairs(ids, pair_counts, weight)
     merges = []
     counts = []
     while len(vocab) < vocab_size:
@@ -270,14 +263,14 @@ def learn_merges_fast(text, vocab_size):
         pair = min(p for p, count in pair_counts.items() if count == top)
         merges.append(pair)
         counts.append(top)
-        for w in holders.pop(pair):
-            new = bpe.merge(words[w], pair, len(vocab))
-            bpe.count_pairs(words[w], pair_counts, -weights[w])   # its pairs out ...
-            bpe.count_pairs(new, pair_counts, weights[w])         # ... and in, merged
-            for p in zip(new, new[1:]):
-                holders.setdefault(p, set()).add(w)
-            words[w] = new
-        vocab.append(vocab[pair[0]] + vocab[pair[1]])
+        token = vocab[pair[0]] + vocab[pair[1]]
+        for w, chunk in enumerate(chunks):
+            if token in chunk:          # a chunk that holds the pair holds its text
+                new = bpe.merge(words[w], pair, len(vocab))
+                bpe.count_pairs(words[w], pair_counts, -weights[w])   # its pairs out ...
+                bpe.count_pairs(new, pair_counts, weights[w])         # ... and in, merged
+                words[w] = new
+        vocab.append(token)
     return vocab, merges, counts
 
 
@@ -395,9 +388,8 @@ class Search:
                           for n in self.filler.names for d in (1, -1, 2, -2)]
                 q = min(nudged, key=self.score)
             if self.score(q) >= here:
-                kick = {}
-                for n in rng.sample(self.filler.names, 2):
-                    kick[n] = closest[n] + rng.choice((-3, -2, 2, 3))
+                names = rng.sample(self.filler.names, 2)
+                kick = {n: closest[n] + rng.choice((-3, -2, 2, 3)) for n in names}
                 q = self.filler.fit({**closest, **kick})
             if q is not target:
                 effects = None          # measured again where the model failed
@@ -457,9 +449,8 @@ def read_quotas(path=QUOTAS_PATH):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(allow_abbrev=False, description="Write corpus.txt, "
-                                     "tools/quotas.json and tokenizer.json, keeping the "
-                                     "lesson's token IDs (tools/README.md says how).")
+    parser = argparse.ArgumentParser(description=__doc__, allow_abbrev=False,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 unless "
                         "the three files are what this program writes")
     return bpe.run_reporting_problems(lambda: run(parser.parse_args(argv)))  # as bpe.main
@@ -469,28 +460,25 @@ def run(args):
     """Do what the parsed command line asks; return the exit code."""
     extra = read_stories()          # a bad line: bpe.FileProblem, one line from main
     filler = Filler()
+    search = Search(filler, extra)
     quotas = filler.fit(read_quotas())
-    text = assemble(filler.stories(quotas), extra)
-    tok, misplaced, split, _ = train(text)
-    wrong = problem(misplaced, split)
+    wrong = search.measure(quotas)[1]
     if wrong and not args.check:        # --check never searches: it names the stale files
         print(f"the stored quotas do not keep the lesson's IDs ({wrong}); searching")
-        search = Search(filler, extra)
         quotas = search.run(quotas)
-        text = assemble(filler.stories(quotas), extra)
-        tok, misplaced, split, _ = train(text)
-        wrong = problem(misplaced, split)
-    if wrong and not args.check:
-        return bpe.report(
-            f"make_corpus: nothing was written: after {len(search.seen)} tries, the closest "
-            f"quotas leave: {wrong} (+: the token comes too late, its words too rare; -: "
-            f"too soon). Undo the last edit of tools/, or make it another way, and run "
-            f"python3 tools/make_corpus.py again (tools/README.md says more).")
+        wrong = search.measure(quotas)[1]
+        if wrong:
+            return bpe.report(
+                f"make_corpus: nothing was written: after {len(search.seen)} tries, the "
+                f"closest quotas leave: {wrong} (+: the token comes too late, its words too "
+                f"rare; -: too soon). Undo the last edit of tools/, or make it another way, "
+                f"and run python3 tools/make_corpus.py again (tools/README.md says more).")
+    text = assemble(filler.stories(quotas), extra)
     stored = {"note": "written by tools/make_corpus.py: how many slots of each kind hold each "
                       "steered word; the search starts from here", "quotas": quotas,
               "slots": {kind: len(filler.slots[kind]) for kind in filler.kinds}}
     files = {bpe.CORPUS_PATH: text, QUOTAS_PATH: json.dumps(stored, indent=2) + "\n",
-             bpe.TOKENIZER_PATH: tok.to_json()}
+             bpe.TOKENIZER_PATH: train(text)[0].to_json()}
     if args.check:
         stale = [os.path.relpath(p, ROOT) for p, t in files.items() if bpe.read_text(p) != t]
         if stale:
