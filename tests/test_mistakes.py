@@ -204,7 +204,7 @@ EACH_FAILS = {    # each of the twelve, by number: a mistake it must fail on (on
     12: ("if len(targets) != len(logits):", "if len(targets) > len(logits):")}
 LARGE = [(math_tests.LargeScoreTests, "test_softmax_with_scores_in_the_thousands"),
          (math_tests.LargeScoreTests, "test_the_loss_with_scores_in_the_thousands")]
-LENGTHS = [(math_tests.GradientTests, "test_forward_takes_every_length_from_1_to_its_positions")]
+LENGTHS = [(math_tests.GradientTests, "test_every_gradient_at_full_size_along_random_directions")]
 EXACT_SUMS = [(math_tests.ExactSumTests, "test_every_sum_is_rounded_once")]
 OWN = [(math_tests.GradientTests, "test_the_gradients_belong_to_the_caller")]
 OWN_CHECK = [(math_tests.GradientTests, "test_each_lesson_function_passes_its_own_check")]
@@ -232,7 +232,7 @@ CAUGHT_BY_THE_LAB = [   # (the mistake, its edit, the lab's tests that catch it,
      "loss_and_dlogits fails on scores in the thousands"),
     ("forward refusing all its positions",
      ('if len(ids) > sizes["P"]:', 'if len(ids) >= sizes["P"]:'), LENGTHS,
-     "sequence of 8 tokens is longer than the 8 positions"),
+     "sequence of 64 tokens is longer than the 64 positions"),
     ("forward refusing a single token",
      ('check("forward(ids: T)", ids)', 'check("forward(ids: T)", ids[1:])'), LENGTHS,
      "empty sequence"),
