@@ -329,7 +329,8 @@ class GradientTests(unittest.TestCase):
 
 
 class Refusals(unittest.TestCase):
-    """Bad input gets a ValueError or TypeError saying what is wrong: (case, call, type, words)."""
+    """Bad input gets a ValueError or TypeError saying what is wrong, one row per kind a learner
+    can meet (tests 9 to 12 hold the spec's four): (case, call, type, words)."""
 
     def assert_refused(self, table):
         for case, call, exception, message in table:
@@ -337,69 +338,40 @@ class Refusals(unittest.TestCase):
                 call()
 
     def test_forward_and_backward(self):
-        p, small = series(), tiny()
+        p = series()
         logits, cache = model.forward(p, [1, 2, 3])
-        d_logits = model.loss_and_dlogits(logits, [2, 3, 4])[1]
         self.assert_refused([
             ("five offenders named", lambda: model.forward(p, list(range(96, 103))), ValueError,
              re.escape("outside the vocabulary of size 96: [96, 97, 98, 99, 100]") + "$"),
-            *[(f"IDs holding {bad!r}", lambda bad=bad: model.forward(p, [1] * 30 + [bad]),
-               TypeError, f"list of ints, not one holding {bad!r}") for bad in (2.0, "1", True)],
-            ("text for IDs", lambda: model.forward(p, "mia"), TypeError, "one holding 'm'"),
-            *[(f"use_positions {bad!r}", lambda bad=bad: model.forward(p, [1], bad), TypeError,
-               f"use_positions must be True or False, not {bad!r}") for bad in ("False", 1)],
+            ("text for IDs", lambda: model.forward(p, "mia"), TypeError,
+             "list of ints, not one holding 'm'"),
+            ("use_positions 'False'", lambda: model.forward(p, [1], "False"), TypeError,
+             "use_positions must be True or False, not 'False'"),
             ("tok_emb missing", lambda: model.forward({n: t for n, t in p.items()
                                                        if n != "tok_emb"}, [1]), ValueError,
              "the parameters lack tok_emb"),
-            *[(f"{n} of the small copy", lambda n=n: model.forward({**p, n: small[n]}, [1]),
-               ValueError, f"{n} has shape") for n in ("Wq", "W1", "b1", "pos_emb")],
-            ("a short row", lambda: model.forward({**p, "W2": p["W2"][:-1] + [[0.0] * 15]}, [1]),
-             ValueError, "W2 is ragged: it has rows of lengths"),
-            *[(f"d_logits of {case}", lambda bad=bad: model.backward(p, cache, bad), ValueError,
-               "d_logits has shape") for case, bad in (("2 rows", d_logits[:2]), ("95 columns",
-                                                        [r[:95] for r in d_logits]))]])
+            ("Wq of the small copy", lambda: model.forward({**p, "Wq": tiny()["Wq"]}, [1]),
+             ValueError, r"Wq has shape \(4, 4\), but it must be \(d, d\) with d = 16"),
+            ("d_logits of 2 rows", lambda: model.backward(p, cache, logits[:2]), ValueError,
+             r"d_logits has shape \(2, 96\), but it must be \(T, V\) with T = 3")])
 
     def test_the_loss_refusals(self):
         logits, _ = model.forward(series(), [1, 2])
         self.assert_refused([
-            ("empty", lambda: model.loss_and_dlogits([], []), ValueError, "^empty sequence$"),
-            *[(f"target {bad}", lambda bad=bad: model.loss_and_dlogits(logits, [1, bad]),
-               ValueError, re.escape(f"target IDs outside the vocabulary of size 96: [{bad}]"))
-              for bad in (96, -1)],
-            *[(f"a score of {bad}", lambda bad=bad: model.loss_and_dlogits([[0.0, bad]], [1]),
-               ValueError, "logits row 0 holds inf or nan") for bad in (math.inf, math.nan)],
-            ("ragged rows", lambda: model.loss_and_dlogits([[0.0, 1.0], [0.0]], [1, 0]),
-             ValueError, r"rows of lengths \[1, 2\]"),
+            ("target 96", lambda: model.loss_and_dlogits(logits, [1, 96]), ValueError,
+             re.escape("target IDs outside the vocabulary of size 96: [96]")),
+            ("a score of nan", lambda: model.loss_and_dlogits([[0.0, math.nan]], [1]),
+             ValueError, "logits row 0 holds inf or nan"),
             ("a row for logits", lambda: model.loss_and_dlogits(logits[0], [1]), ValueError,
              r"logits has shape \(96,\), but it must be \(T, V\)$"),
             ("forward's (logits, cache)", lambda: model.loss_and_dlogits(
                 model.forward(series(), [1, 2]), [2, 3]), TypeError, "logits holds a dict")])
 
-    def test_layer_norm_attention_softmax_and_the_helpers(self):
-        p, x, I2 = series(), [[1.0, 2.0, 4.0]], [[1.0, 0.0], [0.0, 1.0]]
-        _, cache = model.layernorm_forward(x, [1.0] * 3, [0.0] * 3)
+    def test_softmax_and_the_helpers(self):
         self.assert_refused([
-            ("gain 3, bias 2", lambda: model.layernorm_forward(x, [1.0] * 3, [0.0] * 2),
-             ValueError, r"b has shape \(2,\), but it must be \(d,\) with d = 3, as in x"),
-            ("layer norm's dy of 2 rows", lambda: model.layernorm_backward(
-                [[1.0] * 3] * 2, [1.0] * 3, cache), ValueError, r"dy has shape \(2, 3\)"),
-            ("attention: empty", lambda: model.attention_forward(p, []), ValueError,
-             "^empty sequence$"),
-            ("attention: rows of 4 for weights of 16", lambda: model.attention_forward(
-                p, [[0.5] * 4]), ValueError, r"Wq has shape \(16, 16\), but it must be \(d, d\) "
-                                             r"with d = 4, as in x"),
             ("softmax: a row of -inf only", lambda: model.softmax([[0.0, 1.0], [-math.inf] * 2]),
              ValueError, "row 1 is all -inf: the causal mask hid every position"),
-            ("softmax_backward: rows of 2 and 1", lambda: model.softmax_backward(
-                [[0.5, 0.5]], [[1.0]]), ValueError, "d_weights has shape"),
-            ("matmul: 3 against 2 rows", lambda: model.matmul([[1.0] * 3], I2), ValueError,
-             r"b has shape \(2, 2\), but it must be \(k, m\) with k = 3, as in a"),
-            *[(f"{f.__name__}: ragged", lambda f=f: f([[1.0, 2.0], [3.0]]), ValueError,
-               r"rows of lengths \[1, 2\]") for f in (model.transpose, model.column_sums,
-                                                       model.shape)],
-            ("add: two shapes", lambda: model.add([[1.0, 2.0]], [[1.0]]), ValueError,
-             r"b has shape \(1, 1\), but it must be \(n, k\) with k = 2, as in a"),
-            ("linear: a bias of 3", lambda: model.linear([[1.0, 2.0]], I2, [0.5] * 3), ValueError,
-             r"b has shape \(3,\)"),
-            ("the story holds 0 tokens", lambda: trace_block.trace(tokenizer(), ""), ValueError,
-             "the story holds 0 of the tokenizer.s tokens")])
+            ("matmul: 3 against 2 rows", lambda: model.matmul([[1.0] * 3], [[1.0, 0.0]] * 2),
+             ValueError, r"b has shape \(2, 2\), but it must be \(k, m\) with k = 3, as in a"),
+            ("transpose: ragged", lambda: model.transpose([[1.0, 2.0], [3.0]]), ValueError,
+             r"rows of lengths \[1, 2\]")])
