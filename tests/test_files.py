@@ -1,8 +1,7 @@
 """Faults a learner or teacher meets: a lab file missing, empty or damaged is named in one line
-with what to do; a write that fails or is interrupted leaves the old file whole; a terminal that
-lacks a letter gets an escape, and the pictures ASCII stand-ins."""
+with what to do; a write that fails leaves the old file whole; a terminal that lacks a letter
+gets an escape, and the pictures ASCII stand-ins."""
 import io
-import json
 import os
 import sys
 import unittest
@@ -28,13 +27,16 @@ class FileTests(unittest.TestCase):
             self.assertIn(part, err)
 
     def test_a_lab_file_that_cannot_be_used_is_named_in_one_line_with_what_to_do(self):
+        """(Missing: tokenizer.json in the twelve's test below, block-trace.json in test_trace.)"""
+        without_w = bpe.Tokenizer.train(FIRST.decode().replace("w", "") + "\n", 40)
+        seventy = bpe.Tokenizer.train(CORPUS.decode(), 70)    # more tokens to a sentence
         cases = [  # (files changed, command, arguments, what the line must say)
             ({"tokenizer_json": b"{ not json"}, trace_block.main, ["--check"],
              ["tokenizer.json is not plain JSON", "python3 bpe.py --write"]),
-            ({"tokenizer_json": b""}, trace_block.main, [], ["tokenizer.json is empty"]),
-            ({"tokenizer_json": b"\xff\xfe"}, trace_block.main, [], ["not UTF-8 text"]),
-            ({"tokenizer_json": None}, trace_block.main, ["--write"],
-             ["No such file", "tokenizer.json'. Run: python3 bpe.py --write"]),
+            ({"tokenizer_json": without_w.to_json().encode()}, trace_block.main, ["--show"],
+             ["tokenizer.json cannot encode the trace's sentences", "python3 bpe.py --write"]),
+            ({"tokenizer_json": seventy.to_json().encode()}, trace_block.main, ["--show"],
+             ["'mia has a red ball.'", "(9 at most)", "make_corpus.py --check pass?"]),
             ({"corpus_txt": b""}, trace_block.main, [], ["corpus.txt is empty"]),
             ({"corpus_txt": FIRST}, bpe.main, ["--write"], ["line 1 does not end with a newline"]),
             ({"corpus_txt": b"mia \xe9\n"}, bpe.main, [], ["corpus.txt is not UTF-8 text"]),
@@ -42,16 +44,15 @@ class FileTests(unittest.TestCase):
             ({"corpus_txt": CRLF_AT_3}, bpe.main, ["--check"],
              ["corpus.txt line 3 ends with \\r\\n", "save it with LF"]),
             ({"corpus_txt": None}, bpe.main, ["--write"], ["corpus.txt: no such file"]),
-            ({"corpus_txt": b"mia has a hat.\n"}, bpe.main, ["--write"], ["no pair left to merge"]),
+            ({"corpus_txt": b"mia has a hat.\n"}, bpe.main, ["--write"],
+             ["no pair left to merge"]),
             ({"corpus_txt": FIRST + b" mia has a red hat." * 6 + CORPUS[len(FIRST):]},
              trace_block.main, [], ["corpus.txt line 1, the first story, holds", "from 2 to 65"]),
             ({"corpus_txt": b"Mia" + CORPUS[3:]}, trace_block.main, [],
              ["corpus.txt line 1, the first story,: character 'M'", "python3 bpe.py --check"]),
             ({"block_trace_json": b""}, trace_block.main, ["--check"],
-             ["block-trace.json is empty: python3 trace_block.py --write"]),
-            ({"block_trace_json": b'{"story": "mia'}, trace_block.main, ["--check"],
-             ["block-trace.json is not plain JSON", "--write records it afresh"])]
-        for files, main, args, parts in cases:      # block-trace.json missing: test_trace
+             ["block-trace.json is empty: python3 trace_block.py --write"])]
+        for files, main, args, parts in cases:
             with self.subTest(files=str(files)[:60], args=args), lab_copy(**files):
                 self.assert_one_line(*run_main(main, *args), *parts)
 
@@ -62,8 +63,6 @@ class FileTests(unittest.TestCase):
                 ({"tokenizer_json": None}, "FileProblem: [Errno 2] No such", "bpe.py --write"),
                 ({"corpus_txt": None}, "FileNotFoundError: [Errno 2] No such",
                  "corpus.txt'. Run: python3 tools/make_corpus.py"),
-                ({"corpus_txt": CORPUS.replace(b"\n", b"\r\n")},
-                 "FileProblem: corpus.txt line 1 ends with \\r\\n", "save it with LF"),
                 ({"block_trace_json": trace.replace(b"\n", b"\r\n")},
                  "block-trace.json has \\r\\n (Windows) line ends", "save it with LF")):
             with self.subTest(said=said), lab_copy(**files):
@@ -74,30 +73,15 @@ class FileTests(unittest.TestCase):
                 self.assertEqual(len(result.failures + result.errors), 1)
         test_model.tokenizer.cache_clear()      # the lab's own again, for the tests after
 
-    def test_a_tokenizer_that_does_not_fit_the_trace_s_sentences_is_one_line(self):
-        without_w = bpe.Tokenizer.train(FIRST.decode().replace("w", "") + "\n", 40)
-        seventy = bpe.Tokenizer.train(bpe.read_corpus(), 70)    # more tokens to a sentence
-        for tok, words in ((without_w, ["tokenizer.json cannot encode the trace's sentences",
-                                        "python3 bpe.py --write"]),
-                           (seventy, ["'mia has a red ball.'", "(9 at most)",
-                                      "make_corpus.py --check pass?"])):
-            with self.subTest(vocab=len(tok.vocab)), lab_copy(tokenizer_json=tok.to_json().encode()):
-                self.assert_one_line(*run_main(trace_block.main, "--show"), *words)
-
-    def test_a_write_that_fails_or_is_stopped_leaves_the_old_file_and_no_other(self):
+    def test_a_write_that_fails_leaves_the_old_file_and_no_other(self):
         denied = PermissionError(13, "Permission denied")
         for main, name in ((trace_block.main, "block-trace.json"), (bpe.main, "tokenizer.json")):
-            for stop in (denied, KeyboardInterrupt()):
-                with self.subTest(file=name, stop=type(stop).__name__), lab_copy() as folder, \
-                        mock.patch.object(os, "replace", side_effect=stop), the_recorded_trace():
-                    if isinstance(stop, KeyboardInterrupt):
-                        self.assertRaises(KeyboardInterrupt, main, ["--write"])
-                    else:
-                        self.assert_one_line(*run_main(main, "--write"), f"cannot write "
-                                             f"{folder / name}: Permission denied; the old "
-                                             f"file is unchanged")
-                    self.assertEqual((folder / name).read_bytes(), (LAB / name).read_bytes())
-                    self.assertEqual(len(os.listdir(folder)), 3, "a temporary file was left")
+            with self.subTest(file=name), lab_copy() as folder, the_recorded_trace(), \
+                    mock.patch.object(os, "replace", side_effect=denied):
+                self.assert_one_line(*run_main(main, "--write"), f"cannot write {folder / name}: "
+                                     f"Permission denied; the old file is unchanged")
+                self.assertEqual((folder / name).read_bytes(), (LAB / name).read_bytes())
+                self.assertEqual(len(os.listdir(folder)), 3, "a temporary file was left")
         with lab_copy() as folder:          # two files, the second cannot be opened: neither
             with self.assertRaises(bpe.FileProblem):
                 bpe.write_texts({folder / "corpus.txt": "new\n", folder / "no" / "b.txt": "b"})
@@ -129,14 +113,3 @@ class FileTests(unittest.TestCase):
                     self.assertEqual(main(args), 0)
                     ascii_only.flush()
                     self.assertIn(seen, raw.getvalue())
-
-    def test_the_gradient_check_nudges_a_copy_of_p_never_p_itself(self):
-        """p is left as it was, even when the loss raises midway."""
-        from tests.diagnosis import tiny
-        p = tiny()
-        before = json.dumps(p)
-        with mock.patch.object(trace_block.model, "sequence_loss",
-                               side_effect=[1.0] * 7 + [RuntimeError("the loss failed")]), \
-                self.assertRaises(RuntimeError):
-            trace_block.numeric_gradients(p, [1, 2], [2, 3])
-        self.assertEqual(json.dumps(p), before, "a nudged entry was not put back")
