@@ -340,6 +340,8 @@ class Refusals(unittest.TestCase):
              re.escape("outside the vocabulary of size 96: [96, 97, 98, 99, 100]") + "$"),
             ("text for IDs", lambda: model.forward(p, "mia"), TypeError,
              "list of ints, not one holding 'm'"),
+            ("an ID of True", lambda: model.forward(p, [1, True]), TypeError,
+             "list of ints, not one holding True"),
             ("use_positions 'False'", lambda: model.forward(p, [1], "False"), TypeError,
              "use_positions must be True or False, not 'False'"),
             ("tok_emb missing", lambda: model.forward({n: t for n, t in p.items()
@@ -362,8 +364,18 @@ class Refusals(unittest.TestCase):
             ("forward's (logits, cache)", lambda: model.loss_and_dlogits(
                 model.forward(series(), [1, 2]), [2, 3]), TypeError, "logits holds a dict")])
 
-    def test_softmax_and_the_helpers(self):
+    def test_the_lesson_functions_and_the_helpers(self):
+        p, x = series(), [[1.0, 2.0, 4.0]]
+        _, cache = model.layernorm_forward(x, [1.0] * 3, [0.0] * 3)
         self.assert_refused([
+            ("layer norm: a bias of 2", lambda: model.layernorm_forward(x, [1.0] * 3, [0.0] * 2),
+             ValueError, r"b has shape \(2,\), but it must be \(d,\) with d = 3, as in x"),
+            ("layer norm's dy of 2 rows", lambda: model.layernorm_backward(
+                [[1.0] * 3] * 2, [1.0] * 3, cache), ValueError, r"dy has shape \(2, 3\)"),
+            ("attention: rows of 4 for weights of 16", lambda: model.attention_forward(
+                p, [[0.5] * 4]), ValueError, r"Wq has shape \(16, 16\), but it must be \(d, d\)"),
+            ("softmax_backward: rows of 2 and 1", lambda: model.softmax_backward(
+                [[0.5, 0.5]], [[1.0]]), ValueError, "d_weights has shape"),
             ("softmax: a row of -inf only", lambda: model.softmax([[0.0, 1.0], [-math.inf] * 2]),
              ValueError, "row 1 is all -inf: the causal mask hid every position"),
             ("matmul: 3 against 2 rows", lambda: model.matmul([[1.0] * 3], [[1.0, 0.0]] * 2),
