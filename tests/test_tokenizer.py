@@ -7,6 +7,7 @@ import sys
 import tempfile
 import unittest
 from pathlib import Path
+from unittest import mock
 
 import bpe
 from test_model import tokenizer
@@ -113,6 +114,9 @@ class TheLabsTokenizerTests(unittest.TestCase):
             (folder / "quotas.json").write_bytes((LAB / "tools" / "quotas.json").read_bytes())
             code, _, err = run_main(tool.main, "--check")
             self.assertEqual(code, 0, err)      # corpus.txt is what it writes from tools/
+            with mock.patch.dict(tool.IDS, {" hat": 78}):   # the files match, the IDs do not
+                code, _, err = run_main(tool.main, "--check")
+            self.assertIn("the stored quotas do not keep the lesson's IDs (' hat' +1)", err)
             for name in ("corpus.txt", "quotas.json", "tokenizer.json"):
                 with self.subTest(file=name):
                     kept = (folder / name).read_bytes()

@@ -473,6 +473,9 @@ def run(args):
                 f"closest quotas leave: {wrong} (+: the token comes too late, its words too "
                 f"rare; -: too soon). Undo the last edit of tools/, or make it another way, "
                 f"and run python3 tools/make_corpus.py again (tools/README.md says more).")
+    if wrong:       # --check: the files may match, but this program would search
+        return bpe.report(f"make_corpus --check: the stored quotas do not keep the lesson's "
+                          f"IDs ({wrong}); run: python3 tools/make_corpus.py")
     text = assemble(filler.stories(quotas), extra)
     stored = {"note": "written by tools/make_corpus.py: how many slots of each kind hold each "
                       "steered word; the search starts from here", "quotas": quotas,
