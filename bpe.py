@@ -242,13 +242,12 @@ def read_corpus(path=None):
     return text
 
 
-def check(corpus_path=None, tokenizer_path=None):
+def check():
     """Print whether tokenizer.json is what corpus.txt trains to, or its first line that is not."""
-    path = tokenizer_path or TOKENIZER_PATH
-    found = read_text(path).splitlines(keepends=True) + ["(the end)"]
-    tokenizer = Tokenizer.train(read_corpus(corpus_path), VOCAB_SIZE)
+    found = read_text(TOKENIZER_PATH).splitlines(keepends=True) + ["(the end)"]
+    tokenizer = Tokenizer.train(read_corpus(), VOCAB_SIZE)
     trained = tokenizer.to_json().splitlines(keepends=True) + ["(the end)"]
-    name = os.path.basename(path)
+    name = os.path.basename(TOKENIZER_PATH)
     for n, (line, fresh) in enumerate(zip(found, trained), 1):
         if line != fresh:
             print(f"{name} is not what the corpus trains to: its line {n} is {line!r}, trained "
