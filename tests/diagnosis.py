@@ -306,10 +306,8 @@ def check_loss_and_dlogits(module):
     _, d_logits = module.loss_and_dlogits(logits, targets)
     if logits != case("loss")[0]:
         return "loss_and_dlogits changed its input logits in place: make new lists"
-
-    def loss():
-        return module.loss_and_dlogits(logits, targets)[0]
-    return off_slopes("loss_and_dlogits", loss, "its loss", [("d_logits", d_logits, logits)])
+    return off_slopes("loss_and_dlogits", lambda: module.loss_and_dlogits(logits, targets)[0],
+                      "its loss", [("d_logits", d_logits, logits)])
 
 
 ################ The backwards, against central differences of their forwards
@@ -322,11 +320,9 @@ def check_layernorm_backward(module):
         return "layernorm_backward changed its input dy in place: make new lists"
     if cache != module.layernorm_forward(x, g, b)[1]:
         return "layernorm_backward changed the cache in place: make new lists"
-
-    def f():
-        return total(module.layernorm_forward(x, g, b)[0], dy)
-    return off_slopes("layernorm_backward", f, "layernorm_forward",
-                      [("d_x", d_x, x), ("d_g", d_g, g), ("d_b", d_b, b)])
+    return off_slopes("layernorm_backward",
+                      lambda: total(module.layernorm_forward(x, g, b)[0], dy),
+                      "layernorm_forward", [("d_x", d_x, x), ("d_g", d_g, g), ("d_b", d_b, b)])
 
 
 def check_softmax_backward(module):
@@ -334,10 +330,8 @@ def check_softmax_backward(module):
     d_scores = module.softmax_backward(module.softmax(scores), d_weights)
     if d_weights != case("softmax")[1]:
         return "softmax_backward changed its input d_weights in place: make new lists"
-
-    def f():
-        return total(module.softmax(scores), d_weights)
-    return off_slopes("softmax_backward", f, "softmax", [("d_scores", d_scores, scores)])
+    return off_slopes("softmax_backward", lambda: total(module.softmax(scores), d_weights),
+                      "softmax", [("d_scores", d_scores, scores)])
 
 
 def check_attention_backward(module):
@@ -365,10 +359,7 @@ def check_attention_backward(module):
 def check_linear_backward(module):
     x, W, b, d_y = case("linear")
     d_x, d_W, d_b = module.linear_backward(d_y, x, W)
-
-    def f():
-        return total(module.linear(x, W, b), d_y)
-    return off_slopes("linear_backward", f, "linear",
+    return off_slopes("linear_backward", lambda: total(module.linear(x, W, b), d_y), "linear",
                       [("d_x", d_x, x), ("d_W", d_W, W), ("d_b", d_b, b)])
 
 
