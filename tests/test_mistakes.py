@@ -364,7 +364,6 @@ class LearnerMistakes(unittest.TestCase):
         exercise = tool_module("exercise")
         with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
             model_py = Path(tmp, "model.py")
-            model_py.write_text(SOURCE, "utf-8")
             kept = {"MODEL": str(model_py), "KEPT": f"{tmp}/.exercise/model.py",
                     "BLANKED": f"{tmp}/.exercise/blanked.txt"}
             with mock.patch.multiple(exercise, **kept):
