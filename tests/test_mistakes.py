@@ -30,16 +30,13 @@ TWELVE = test_model.TWELVE
 
 def planted(*edits):
     """A scratch copy of model.py, as a module, with each edit (old, new) made where old stands,
-    once in model.py, or (offset, old, new) at that offset."""
+    once in model.py."""
     source = SOURCE
-    for edit in edits:
-        if len(edit) == 2:
-            if source.count(edit[0]) != 1:
-                raise AssertionError(f"cannot plant a mistake of tests/test_mistakes.py: "
-                                     f"model.py does not hold {edit[0]!r} once")
-            edit = (source.index(edit[0]), *edit)
-        at, old, new = edit
-        source = source[:at] + new + source[at + len(old):]
+    for old, new in edits:
+        if source.count(old) != 1:
+            raise AssertionError(f"cannot plant a mistake of tests/test_mistakes.py: "
+                                 f"model.py does not hold {old!r} once")
+        source = source.replace(old, new)
     return module_of(source)
 
 
@@ -473,7 +470,7 @@ class LearnerMistakes(unittest.TestCase):
                 if summing is sum and (at == loss_terms or sys.version_info < (3, 12)):
                     continue
                 with self.subTest(function=function, sum=summing.__name__):
-                    module = planted((at, "fsum", "planted_sum"))
+                    module = module_of(SOURCE[:at] + "planted_sum" + SOURCE[at + len("fsum"):])
                     module.planted_sum = summing     # a name the copy's edited function reads
                     message = first_line(run_with(module, EXACT_SUMS))
                     self.assertTrue(message.startswith(f"{function}: a sum is not rounded "
