@@ -481,9 +481,7 @@ def rounded_otherwise(module, names):
     """The first of names (init_params and the forwards) whose output is near reference.json
     but not equal to it, or None: a sum not rounded once moves the last bit, which the order
     experiment sees."""
-    recorded_outputs = reference()
-    for name in [n for n in recorded_outputs if n in names]:
-        expected = recorded_outputs[name]
+    for name, expected in [(n, e) for n, e in reference().items() if n in names]:
         found = outputs(module, name)
         for key in [key for key in expected if key in found]:
             moved = apart(found[key], expected[key], key, operator.eq, "rounded once it is")
