@@ -12,6 +12,7 @@ before it undoes a function written since it was blanked or, with one blank, an 
 """
 import argparse
 import ast
+import functools
 import os
 import shutil
 import sys
@@ -195,9 +196,9 @@ def main(argv=None):
     if args.keep:
         action = keep
     elif args.restore:
-        action = lambda: restore(args.name)
+        action = functools.partial(restore, args.name)
     elif args.name:
-        action = lambda: blank(args.name)
+        action = functools.partial(blank, args.name)
     try:
         return bpe.run_reporting_problems(action)
     except SyntaxError as error:        # a rewrite that does not parse yet
