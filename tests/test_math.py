@@ -302,14 +302,11 @@ class GradientTests(unittest.TestCase):
             self.assertEqual(repr(model.matmul(a, right)), repr(plain))
 
     def test_reference_json_holds_what_model_py_computes_to_the_bit(self):
-        """Every forward's outputs on the diagnosis's inputs, equal to what
-        tools/record_reference.py writes on every Python: each output recorded, its numbers
-        by value (a learner's 0 or -0.0 for 0.0 is no change, nor a cache entry the
-        diagnosis does not need left out)."""
-        with mock.patch.object(bpe, "write_texts") as write:
-            run_script(LAB / "tools" / "record_reference.py")
-        (path, text), = write.call_args.args[0].items()
-        self.assertEqual(path, str(diagnosis.REFERENCE))
+        """Every forward's outputs on the diagnosis's inputs, as tools/record_reference.py
+        writes them on every Python: each output recorded, its numbers by value (a learner's
+        0 or -0.0 for 0.0 is no change, nor a cache entry the diagnosis does not need left
+        out)."""
+        text = diagnosis.recorded()
         if text != diagnosis.REFERENCE.read_text(encoding="utf-8"):
             stored = diagnosis.reference()
             unrecorded = [f"{name}'s {key}" for name, found in json.loads(text).items()
@@ -321,6 +318,18 @@ class GradientTests(unittest.TestCase):
             if moved:
                 self.fail(f"{moved} (model.py's math changed on purpose, by a maintainer? "
                           f"then python3 tools/record_reference.py)")
+
+    def test_record_reference_writes_it_only_for_a_model_py_that_keeps_its_trace(self):
+        """tools/record_reference.py writes diagnosis.recorded() to reference.json; with a
+        mistake that moves the trace, nothing (a learner's mistake is no reference)."""
+        from tests.test_mistakes import planted
+        mistake = planted(("fsum(row) / d", "fsum(row) / len(x)"))
+        wrote = {str(diagnosis.REFERENCE): diagnosis.recorded()}
+        for module, code, written in ((model, 0, [wrote]), (mistake, 1, [])):
+            with mock.patch.object(trace_block, "model", module), \
+                    mock.patch.object(bpe, "write_texts") as write:
+                self.assertEqual(run_script(LAB / "tools" / "record_reference.py")[0], code)
+            self.assertEqual([call.args[0] for call in write.call_args_list], written)
 
 
 class Refusals(unittest.TestCase):

@@ -1,6 +1,7 @@
 """Write tests/reference.json: what each forward of model.py computes on the inputs of
 tests/diagnosis.py, which holds a learner's functions to these numbers. Only a change to
-model.py's math moves them; after one, run: python3 tools/record_reference.py
+model.py's math moves them; after one, and after python3 trace_block.py --write, run:
+python3 tools/record_reference.py (it writes nothing while block-trace.json is out of date)
 """
 import argparse
 import os
@@ -9,10 +10,21 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import bpe                  # noqa: E402  (the lab's modules live one folder up)
+import trace_block          # noqa: E402
 from tests import diagnosis  # noqa: E402
+
+
+def record():
+    """Write reference.json, unless model.py's trace is not the recorded one (a mistake)."""
+    if not trace_block.check()[0]:
+        return bpe.report("tools/record_reference.py: nothing was written: model.py's figures "
+                          "differ from block-trace.json (python3 trace_block.py --check)")
+    bpe.write_texts({str(diagnosis.REFERENCE): diagnosis.recorded()})
+    print(f"wrote {diagnosis.REFERENCE}")
+    return 0
+
 
 if __name__ == "__main__":
     argparse.ArgumentParser(description=__doc__,
                             formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
-    bpe.write_texts({str(diagnosis.REFERENCE): diagnosis.recorded()})
-    print(f"wrote {diagnosis.REFERENCE}")
+    sys.exit(bpe.run_reporting_problems(record))
