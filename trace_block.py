@@ -235,8 +235,9 @@ def check(path=None, figures=None):
     except FileProblem as problem:      # empty, not UTF-8, not JSON: nothing to compare
         return False, f"{problem}: python3 trace_block.py --write records it afresh"
     lines = differences(old, json.loads(fresh))
-    if not lines:
-        lines = ["the figures agree, but the layout differs"]
+    if not lines:       # the file edited by hand, not the model
+        return False, (f"{path.name}: the figures agree, but the layout differs: python3 "
+                       f"trace_block.py --write records it afresh")
     text = "\n".join([f"{path.name} is out of date:"] + ["  " + line for line in lines])
     return False, f"{text}\n{AFTER_A_CHANGE}"
 

@@ -83,7 +83,7 @@ class CommandLineTests(unittest.TestCase):
                  (trace_block.to_json({k: v for k, v in recorded().items() if k != "uniform_loss"})
                   .encode(), ["uniform_loss: (missing) -> 4.5643"]),
                  ((LAB / "block-trace.json").read_bytes().replace(b'  "story"', b'"story"'),
-                  ["the layout differs"])]
+                  ["the layout differs", "--write records it afresh"])]
         with the_recorded_trace():
             self.assertEqual(run_main(trace_block.main, "--check"),
                              (0, "block-trace.json is up to date.\n", ""))
