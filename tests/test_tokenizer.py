@@ -136,7 +136,8 @@ class TheLabsTokenizerTests(unittest.TestCase):
              "plots.txt line 49: an empty way of saying a sentence"),
             (("== zoo 1", "== empty 1\n== zoo 1"), "plots.txt: the plot empty has no sentences"),
             (("@colour ", "@colour red | blue\n@colour "),
-             "plots.txt line 28: a second word list for colour")]
+             "plots.txt line 28: a second word list for colour"),
+            (("hands-to hands-y", "hands-to hands-x"), "give's words are among gives-to, ")]
         cases = [(tool.read_plots, "plots.txt", plots.replace(*edit), said)
                  for edit, said in bad_plots]
         cases += [(tool.read_stories, "stories.txt", "Mia has a hat.\n",

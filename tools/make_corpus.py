@@ -77,6 +77,8 @@ def read_plots(path=PLOTS_PATH):
             kind, _, words = line[1:].partition(" ")
             steered, _, others = words.partition("|")
             others = ["" if word == "-" else word for word in others.split()]
+            if kind == "give" and set(steered.split() + others) - set(GIVE_FORMS):
+                raise bpe.FileProblem(f"{where}: give's words are among {', '.join(GIVE_FORMS)}")
             bad = sorted(set("".join(steered.split() + others)) - set(ALPHABET))
             if bad and kind != "give":          # give's words name GIVE_FORMS
                 raise bpe.FileProblem(f"{where}: characters outside the alphabet {bad}")
