@@ -449,6 +449,8 @@ class LearnerMistakes(unittest.TestCase):
             code, out, err = run_main(exercise.main, *args)
             self.assertEqual((code, out, len(err.splitlines())), (1, "", 1))
             self.assertIn("'layernorm' is not a lesson function; these are: layernorm_forward", err)
+        for args in (["--keep", "softmax"], ["--keep", "--restore"]):     # which is meant?
+            self.assertEqual(run_main(exercise.main, *args)[0], 2)
 
     def test_the_lab_s_own_tests_catch_what_the_lesson_does_not_claim(self):
         for what, edit, tests, said in CAUGHT_BY_THE_LAB:

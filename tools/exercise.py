@@ -186,9 +186,12 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False,
                                      epilog="functions: " + ", ".join(FORMULAS))
     parser.add_argument("name", nargs="?", help="a lesson function to blank (or to --restore)")
-    parser.add_argument("--restore", action="store_true", help="put the original back")
-    parser.add_argument("--keep", action="store_true", help="keep model.py as it is now")
+    flags = parser.add_mutually_exclusive_group()
+    flags.add_argument("--restore", action="store_true", help="put the original back")
+    flags.add_argument("--keep", action="store_true", help="keep model.py as it is now")
     args = parser.parse_args(argv)
+    if args.keep and args.name:
+        parser.error("--keep keeps the whole of model.py: give it no function's name")
     if args.name is not None and args.name not in FORMULAS:
         return bpe.report(f"tools/exercise.py: {args.name!r} is not a lesson function; "
                           f"these are: {', '.join(FORMULAS)}")
