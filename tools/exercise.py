@@ -95,8 +95,8 @@ def keep():
     stubs = ", ".join(blanks(source))
     if stubs:
         return bpe.report(f"tools/exercise.py: model.py holds a stub ({stubs}) and no "
-                          f"original is kept: write it, or take model.py from the lab's archive (or "
-                          f"git checkout model.py)")
+                          f"original is kept: write it, or take model.py from the lab's "
+                          f"archive (or git checkout model.py)")
     os.makedirs(os.path.dirname(KEPT), exist_ok=True)
     bpe.write_texts({KEPT: source, BLANKED: ""})
     print("kept model.py as it is now: python3 tools/exercise.py --restore puts it back")
