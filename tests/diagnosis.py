@@ -364,7 +364,8 @@ def check_linear_backward(module):
 BACKWARD_STEPS = [   # the gradients in the order backward makes them, and the step
     ("W_out b_out", "backward step 4: the output scores' linear_backward"),
     ("lnf_g lnf_b", "backward step 4: LNF's layernorm_backward (its gain or cache)"),
-    ("W2 b2", "backward step 3: the MLP's second layer, from d_m = d_x2"),
+    ("b2", "backward step 4's d_x2 (LNF's layernorm_backward: its gain) or step 3's d_m = d_x2"),
+    ("W2", "backward step 3: the MLP's second layer, linear_backward(d_m, act, W2)"),
     ("W1 b1", "backward step 3: the relu's gate (d_pre, where pre > 0), or the first layer"),
     ("ln2_g ln2_b", "backward step 3: LN2's layernorm_backward (its gain or cache)"),
     ("Wo", "backward step 3's skip path or LN2's call (d_x1 = d_x2 + LN2's d_x), or step 2's "

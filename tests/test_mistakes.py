@@ -35,7 +35,9 @@ def planted(*edits):
     for old, new in edits:
         if source.count(old) != 1:
             raise AssertionError(f"cannot plant a mistake of tests/test_mistakes.py: "
-                                 f"model.py does not hold {old!r} once")
+                                 f"model.py does not hold {old!r} once (rewritten? these "
+                                 f"tests plant on the lab's model.py, which tools/exercise.py "
+                                 f"keeps for them when it blanks a function)")
         source = source.replace(old, new)
     return module_of(source)
 
@@ -183,6 +185,7 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
      ("][token] = column_sums(rows)", "][token] = rows[-1]")),
     ("backward step 3's skip path", "LN2 given LN1's gain",
      ('(d_h2, p["ln2_g"]', '(d_h2, p["ln1_g"]')),
+    ("backward step 4's d_x2", "LNF given LN2's gain", ('(d_hf, p["lnf_g"]', '(d_hf, p["ln2_g"]')),
     ("backward step 1: pos_emb gets", "pos_emb's gradient without positions",
      ('if cache["use_positions"]:', "if True:")),
     ("init_params draws other numbers", "drawn column by column",
@@ -210,6 +213,8 @@ CAUGHT_BY_THE_LAB = [   # (the mistake, its edit, the lab's tests that catch it,
      ("top = max(row)\n" + SHIFTED + "        weights",
       "top = row[0]\n" + SHIFTED + "        weights"),
      EXACT_SUMS, "OverflowError: math range error (model.py line"),
+    ("softmax shifted by row 0's maximum", ("top = max(row)\n", "top = max(scores[0])\n"), LARGE,
+     "softmax fails on scores in the thousands, ZeroDivisionError"),
     ("layer norm's variance as mean(x²) - mean², which loses digits far from 0",
      ("fsum(c * c for c in centred) / d", "fsum(x_j * x_j for x_j in row) / d - mean * mean"),
      OWN_CHECK, "layernorm_forward: std[5] is"),
