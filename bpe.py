@@ -195,8 +195,7 @@ def read_text(path):
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise FileProblem(f"{path} is not UTF-8 text: byte {error.start} cannot be read; "
-                          f"save it as UTF-8") from None
+        raise FileProblem(f"{path} is not UTF-8 (byte {error.start}): save it as UTF-8") from None
 
 
 def read_json(path):
@@ -233,8 +232,7 @@ def read_corpus(path=None):
     name = os.path.basename(path)
     text = read_text(path)
     if not text:
-        raise FileProblem(f"{name} is empty: it needs at least one story, one per line "
-                          f"(python3 tools/make_corpus.py writes the lab's)")
+        raise FileProblem(f"{name} is empty{REMAKE.get(name, '')}")
     if "\r" in text:
         line = text.count("\n", 0, text.index("\r")) + 1
         raise FileProblem(f"{name} line {line} ends with \\r\\n (Windows line ends); "
