@@ -130,7 +130,7 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
     ("attention_forward", "a mask that hides the diagonal too", (MASK, "if j < i else -math.inf")),
     ("attention_forward", "mixed left out of the cache", (',\n                 "mixed": mixed}', "}")),
     ("attention_forward step 1", "Wk for Wq", ('q = matmul(x, p["Wq"])', 'q = matmul(x, p["Wk"])')),
-    ("attention_forward step 1: its cache's q", "q and k swapped in the cache",
+    ("attention_forward: its cache's q", "q and k swapped in the cache",
      ('"q": q, "k": k', '"q": k, "k": q')),
     ("attention_backward steps 4 to 2", "1/√d in the forward pass only",
      [(f"e / sqrt_d for e in row] for row in matmul({m}", f"e for e in row] for row in matmul({m}")
@@ -154,6 +154,7 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
     ("forward step 3: LN2's", "LN2 fed x0",
      ('layernorm_forward(x1, p["ln2', 'layernorm_forward(x0, p["ln2')),
     ("forward", "h1 left out of the cache", ('"h1": h1, ', "")),
+    ("forward: its cache's h2", "h1 kept as h2", ('"h2": h2, ', '"h2": h1, ')),
     ("forward: its cache's 'att' is a list", "attention's output kept as its cache",
      ('"h1": h1, "att": att,', '"h1": h1, "att": a,')),
     ("forward step 3: the relu", "no relu",
