@@ -210,7 +210,7 @@ def read_json(path):
 
 
 def write_texts(texts):
-    """Write {path: text} in UTF-8, all or (a write that fails) none, leaving no temporary file."""
+    """Write each {path: text} in UTF-8, replacing no file until all are written in full."""
     try:
         for path, text in texts.items():
             with open(f"{path}.tmp", "wb") as file:
