@@ -5,11 +5,10 @@
     x2     = x1 + MLP(LN2(x1))                    pre-norm MLP, a skip path around it
     logits = LNF(x2) · W_out + b_out              a score for every token at every position
 
-Read it top-down: list helpers, layer norm, attention, the model; input checks at the end.
-Each backward walks its forward's steps in reverse; d_x1 is ∂loss/∂x1. Shapes: T
-positions (P = 64 at most), width d (16), MLP width H (64), vocabulary V (96). A sum of
-more than two floats is math.fsum, rounded once whatever the order of its terms and the
-Python version. One sequence at a time, one attention head, no dropout, no tied embeddings.
+Each backward walks its forward's steps in reverse; d_x1 is ∂loss/∂x1. Shapes: T positions
+(P = 64 at most), width d (16), MLP width H (64), vocabulary V (96). A sum of more than two
+floats is math.fsum, rounded once whatever the order of its terms and the Python version.
+One sequence at a time, one attention head, no dropout, no tied embeddings.
 """
 import math
 import random
@@ -128,8 +127,7 @@ def layernorm_backward(dy, g, cache):
     d_x = []
     for dy_t, xhat_t, s in zip(dy, xhat, std):                 # row t
         d_xhat = [dy_j * g_j for dy_j, g_j in zip(dy_t, g)]     # term 1
-        # 2 and 1. xhat = (x - mean) / std, and each x also moves its row's mean (term 2)
-        # and its std (term 3)
+        # 2 and 1. xhat = (x - mean) / std; x also moves its row's mean (term 2) and std (term 3)
         mean_d_xhat = fsum(d_xhat) / d
         mean_d_xhat_xhat = fsum(map(mul, d_xhat, xhat_t)) / d
         # three terms, so fsum: term1 - term2 - term3 would round twice
@@ -197,8 +195,7 @@ def attention_forward(p, x):
 
 
 def attention_backward(p, cache, d_out):
-    """Gradients of attention, given d_out: returns ({"Wq", "Wk", "Wv", "Wo"} gradients,
-    d_x), forward's steps 5, 4, 3, 2, 1 walked back."""
+    """Gradients of attention, given d_out: returns ({"Wq", "Wk", "Wv", "Wo"} gradients, d_x)."""
     x, weights, mixed = cache["x"], cache["weights"], cache["mixed"]
     q, k, v = cache["q"], cache["k"], cache["v"]
     check("attention_backward(x: T d, Wo: d d, d_out: T d)", x, p["Wo"], d_out)
@@ -376,8 +373,7 @@ def check(signature, *args):
 
 
 def check_ids(ids, vocab, what):
-    """Refuse anything but a list of ints from 0 to vocab - 1 (True and 1.0 are refused)."""
-    wrong = [i for i in ids if type(i) is not int]
+    wrong = [i for i in ids if type(i) is not int]     # True and 1.0 are refused
     if wrong:
         raise TypeError(f"{what} must be a list of ints, not one holding {wrong[0]!r:.20}")
     outside = list(dict.fromkeys(i for i in ids if not 0 <= i < vocab))
@@ -386,7 +382,6 @@ def check_ids(ids, vocab, what):
 
 
 def check_forward(p, ids, use_positions):
-    """Refuse parameters that do not fit together, IDs it cannot read, a non-bool flag."""
     if not isinstance(use_positions, bool):
         raise TypeError(f"forward: use_positions must be True or False, not {use_positions!r}")
     missing = [name for name in PARAMETERS if name not in p]
@@ -402,7 +397,6 @@ def check_forward(p, ids, use_positions):
 
 
 def check_loss(logits, targets):
-    """Refuse logits that are not T rows of V finite scores, or targets that do not fit."""
     sizes = check("loss_and_dlogits(logits: T V)", logits)
     check_ids(targets, sizes["V"], "target IDs")
     if len(targets) != len(logits):
@@ -413,7 +407,6 @@ def check_loss(logits, targets):
 
 
 def check_scores(scores):
-    """Refuse scores with a row of -inf only: softmax cannot weigh it."""
     check("softmax(scores: T n)", scores)
     for i, row in enumerate(scores):
         if max(row) == -math.inf:
