@@ -164,13 +164,9 @@ class Tokenizer:
         head = f'{{\n  "version": 1,\n  "pattern": {json.dumps(self.pattern)},\n'
         return f'{head}  "vocab": {{\n{vocab}\n  }},\n  "merges": [\n{merges}\n  ]\n}}\n'
 
-    def save(self, path):
-        """Write the tokenizer to path as JSON (UTF-8, "\\n" line ends on every system)."""
-        write_texts({path: self.to_json()})
-
     @classmethod
     def load(cls, path):
-        """Read a tokenizer that save() wrote; refuse a file that is not one, saying why."""
+        """Read a tokenizer that to_json() wrote; refuse a file that is not one, saying why."""
         data = read_json(path)      # a missing file raises FileNotFoundError
         try:
             check_fields(data)
@@ -294,7 +290,7 @@ def main(argv=None):
 
 def write():
     """Train on corpus.txt and write tokenizer.json; return 0."""
-    Tokenizer.train(read_corpus(), VOCAB_SIZE).save(TOKENIZER_PATH)
+    write_texts({TOKENIZER_PATH: Tokenizer.train(read_corpus(), VOCAB_SIZE).to_json()})
     print(f"wrote {TOKENIZER_PATH}: {VOCAB_SIZE} tokens")
     return 0
 
@@ -346,7 +342,7 @@ def check_merges(vocab, merges):
 
 
 def check_fields(data):
-    fields = {"version": int, "pattern": str, "vocab": dict, "merges": list}   # what save() writes
+    fields = {"version": int, "pattern": str, "vocab": dict, "merges": list}   # to_json()'s fields
     kinds = {}
     if isinstance(data, dict):
         kinds = {field: type(value) for field, value in data.items()}
