@@ -41,8 +41,8 @@ def trace(tok=None, story=None):
     tok = load_tokenizer() if tok is None else check_sentences(tok)
     where = "the story"
     if story is None:                   # the first line of corpus.txt, with its newline
-        text = bpe.read_corpus()
-        where, story = "corpus.txt line 1, the first story,", text[:text.index("\n") + 1]
+        where = "corpus.txt line 1, the first story,"
+        story = bpe.read_corpus().partition("\n")[0] + "\n"
     ids = encode_story(tok, story, where)
     p = build(tok, SERIES)
     x, y = ids[:-1], ids[1:]                            # each token predicts the next
@@ -85,8 +85,7 @@ def load_tokenizer():
 
 def build(tok, cfg):
     """Fresh parameters for the tokenizer's vocabulary and a config such as SERIES or TINY."""
-    sizes = [cfg["d"], cfg["hidden"], cfg["max_len"], cfg["seed"]]
-    return model.init_params(len(tok.vocab), *sizes)
+    return model.init_params(len(tok.vocab), **cfg)
 
 
 ################ The gradient check
@@ -111,15 +110,13 @@ def central_differences(f, tensor, step=STEP):
 
 def numeric_gradients(p, x, y):
     """Central differences of the loss for every entry of p (each nudged and put back)."""
-
-    def loss():
-        return model.sequence_loss(p, x, y)
-    return {name: central_differences(loss, tensor) for name, tensor in p.items()}
+    return {name: central_differences(lambda: model.sequence_loss(p, x, y), tensor)
+            for name, tensor in p.items()}
 
 
-def backward_gradients(p, x, y):
+def backward_gradients(p, x, y, use_positions=True):
     """backward()'s gradients of the loss of inputs x and next tokens y."""
-    logits, cache = model.forward(p, x)
+    logits, cache = model.forward(p, x, use_positions)
     _, d_logits = model.loss_and_dlogits(logits, y)
     return model.backward(p, cache, d_logits)
 
@@ -217,10 +214,9 @@ def summary(figures):
         f"copy, largest error {grads['max_error_rounded']:.7f} (rounded to 7 places)"]
 
 
-def check(path=None, figures=None):
-    """Compare the recorded trace (block-trace.json, or path) with a fresh one (or figures),
-    byte for byte: (up to date?, message)."""
-    path = Path(path or TRACE_FILE)
+def check(figures=None):
+    """Compare block-trace.json with a fresh trace (or figures), byte for byte: (ok?, message)."""
+    path = TRACE_FILE
     if not path.exists():
         return False, f"{path.name} is missing. Run: python3 trace_block.py --write"
     fresh = to_json(trace() if figures is None else figures)
@@ -373,10 +369,8 @@ FLAGS = {"--show": "draw the order experiment and the attention weights",
 
 def main(argv=None):
     """Run the command line; return the exit code (a lab file's problem: one line, exit 1)."""
-    parser = argparse.ArgumentParser(
-        description="Run the one-block transformer on real text. With no flag: the figures "
-                    "the lesson talks about, and whether block-trace.json still holds them.",
-        allow_abbrev=False)
+    parser = argparse.ArgumentParser(description=__doc__, allow_abbrev=False,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     flags = parser.add_mutually_exclusive_group()
     for flag, text in FLAGS.items():
         flags.add_argument(flag, action="store_true", help=text)
