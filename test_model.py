@@ -18,7 +18,6 @@ TOLERANCE = 1e-7    # the gradient check's bound on |central difference - backwa
 ################ 1. The recorded trace
 
 class Recorded(unittest.TestCase):
-    """1. The recorded trace is up to date."""
 
     def test_recorded_trace(self):
         """block-trace.json holds what the code computes (trace_block.py --check)."""
@@ -32,7 +31,6 @@ class Recorded(unittest.TestCase):
 ################ 2 to 6. The mechanism
 
 class Mechanism(unittest.TestCase):
-    """2-6. Gradients, layer norm, causality and the position embeddings' gradient."""
 
     def test_gradients_match_finite_differences(self):
         """Every gradient of the small copy (1,060 numbers) against central differences: on
@@ -80,8 +78,7 @@ class Mechanism(unittest.TestCase):
             rows = zip(y, dy)
             return math.fsum(u * w for r, w_r in rows for u, w in zip(r, w_r))
         flat = trace_block.flatten
-        for name, found, tensor in (("d_x", d_x, x), ("d_g", d_g, g),
-                                    ("d_b", d_b, b)):
+        for name, found, tensor in (("d_x", d_x, x), ("d_g", d_g, g), ("d_b", d_b, b)):
             slopes = trace_block.central_differences(loss, tensor)
             pairs = zip(flat(found), flat(slopes))
             worst = max(abs(a - n) for a, n in pairs)
@@ -101,8 +98,7 @@ class Mechanism(unittest.TestCase):
             self.fail(f"{diagnosis()}\n\nposition {seen[0]}'s scores changed "
                       f"when only position 4's token did: a position sees a "
                       f"later one (attention_forward step 2, the causal mask)?")
-        self.assertNotEqual(hat[4], ball[4], "position 4: another token, "
-                                             "but the same scores")
+        self.assertNotEqual(hat[4], ball[4], "position 4: another token, but the same scores")
 
     def test_unused_positions_get_zero_gradient(self):
         """pos_emb's rows past the sequence get an all-zero gradient, and row 0 does not;
@@ -110,9 +106,7 @@ class Mechanism(unittest.TestCase):
         ids = tokenizer().encode(trace_block.GRADIENT_SENTENCE)
         x, y = ids[:-1], ids[1:]
         for use_positions in (False, True):
-            logits, cache = model.forward(series(), x, use_positions)
-            _, d_logits = model.loss_and_dlogits(logits, y)
-            grads = model.backward(series(), cache, d_logits)
+            grads = trace_block.backward_gradients(series(), x, y, use_positions)
             used = [t for t, row in enumerate(grads["pos_emb"]) if any(row)]
             if used and not use_positions:
                 self.fail(f"without positions, pos_emb rows {used[:3]}... "
@@ -125,7 +119,6 @@ class Mechanism(unittest.TestCase):
 ################ 7 to 12. Failure cases
 
 class FailureCases(unittest.TestCase):
-    """7-12. Without positions the order is invisible at the end; bad input is refused."""
 
     def test_without_positions_the_last_position_cannot_see_word_order(self):
         """The order sentences hold the same tokens: without position embeddings the last
@@ -149,9 +142,8 @@ class FailureCases(unittest.TestCase):
                          "positions 0 and 1 saw the same 'n', 'ow'; "
                          "the last, the same tokens")
         same = [t for t in range(2, 8) if not gaps[t] > 0.0]
-        self.assertEqual(same, [], f"positions {same} have seen "
-                                   f"different prefixes, but got "
-                                   f"the same scores")
+        self.assertEqual(same, [], f"positions {same} have seen different prefixes, but "
+                                   f"got the same scores")
 
     def test_sequence_longer_than_positions(self):
         message = ("^sequence of 65 tokens is longer than the 64 "
@@ -177,21 +169,20 @@ class FailureCases(unittest.TestCase):
 
 ################ Helpers
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tokenizer():
     return trace_block.load_tokenizer()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def series():
     """The series' 7,440 parameters, without reading tokenizer.json; tests must not change them."""
     return model.init_params(model.SIZES["vocab"], **SERIES)
 
 
 def diagnosis(*names):
-    """Which lesson function (of names; all by default) is wrong, in one line. first_wrong()
-    turns an error in any check into its verdict, so that it never hides a test's finding."""
-    return first_wrong(model, names or None) or "Every lesson function passes its checks."
+    """Which lesson function (of names; all by default) is wrong, in one line."""
+    return first_wrong(model, names) or "Every lesson function passes its checks."
 
 
 FAILED = {}         # test name -> what it failed on (a cause()), in this run
@@ -226,7 +217,7 @@ def skip_if_failed(test, *numbers):     # a test that rests on others
 
 
 TWELVE = [(case, name) for case in (Recorded, Mechanism, FailureCases)
-          for name in list(vars(case)) if name.startswith("test_")]
+          for name in vars(case) if name.startswith("test_")]
 for case, name in TWELVE:           # one failure per cause
     setattr(case, name, noting_failures(getattr(case, name)))
 
