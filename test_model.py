@@ -109,11 +109,11 @@ class Mechanism(unittest.TestCase):
             grads = trace_block.backward_gradients(series(), x, y, use_positions)
             used = [t for t, row in enumerate(grads["pos_emb"]) if any(row)]
             if used and not use_positions:
-                self.fail(f"without positions, pos_emb rows {used[:3]}... "
-                          f"got a gradient (backward step 1)")
+                self.fail(f"backward step 1: without positions, pos_emb rows "
+                          f"{used[:3]}... got a gradient")
         if used[:1] != [0] or used[-1] >= len(x):       # the last pass: with positions
-            self.fail(f"pos_emb rows {used} got a gradient, but rows 0 to "
-                      f"{len(x) - 1} were used (backward step 1)")
+            self.fail(f"backward step 1: pos_emb rows {used} got a gradient, "
+                      f"but rows 0 to {len(x) - 1} were used")
 
 
 ################ 7 to 12. Failure cases

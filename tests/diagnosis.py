@@ -241,6 +241,8 @@ def check_layernorm_forward(module):
     missing = lacking("layernorm_forward", cache)
     if missing:
         return missing
+    if not apart(y, reference()["layernorm_forward"]["y"], "y", near_reference, ""):
+        return against_reference(module, "layernorm_forward")     # y right: the cache?
     for t, (row, xhat_t) in enumerate(zip(y, cache["xhat"])):     # each step, in turn
         mean = math.fsum(xhat_t) / len(xhat_t)
         variance = math.fsum((v - mean) ** 2 for v in xhat_t) / len(xhat_t)
@@ -479,7 +481,8 @@ OTHERWISE = {   # steps that round otherwise than the lesson's formula, as learn
     "softmax": "exp(z) for exp(z - max), e * (1 / total) for e / total",
     "softmax_backward": "w · d_w - w · average for w · (d_w - average)",
     "attention_backward": "d_x's three parts added with + for one add()",
-    "loss_and_dlogits": "-log(e / total) for top + log(total) - z",
+    "loss_and_dlogits": "top + log(total) - z added with + and -, or -log(e / total), for one "
+                        "math.fsum of top, log(total) and -z",
     "backward": "a token's rows of d_x0 added one by one for one column sum"}
 
 

@@ -221,7 +221,7 @@ class LargeScoreTests(unittest.TestCase):
 
     def test_softmax_with_scores_in_the_thousands(self):
         scores = [[1000.0, 20000.0, -math.inf], [-5000.0, 3000.0, 2990.0]]
-        weights = self.on_large_scores("softmax", scores)
+        weights = self.on_large_scores("softmax", [list(row) for row in scores])
         for row, w in zip(scores, weights):
             e = [math.exp(z - max(row)) for z in row]
             for found, want in zip(w, [v / math.fsum(e) for v in e]):

@@ -91,6 +91,8 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
      ("sqrt(variance + EPS)", "sqrt(variance + EPS / 10)")),
     ("layernorm_forward step 3", "the bias before the gain",
      ("xh * g_j + b_j for", "(xh + b_j) * g_j for")),
+    ("layernorm_forward: its cache's xhat", "y kept as xhat",
+     ('return y, {"xhat": xhat, "std": std}', 'return y, {"xhat": y, "std": std}')),
     ("layernorm_forward", "std left out of the cache", ('"xhat": xhat, "std": std}', '"xhat": xhat}')),
     ("layernorm_forward changed its input x in place", "x changed in place",
      ("centred = [x_j - mean", "centred = row\n        row[:] = [x_j - mean")),

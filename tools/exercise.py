@@ -26,22 +26,27 @@ MODEL = os.path.join(ROOT, "model.py")
 KEPT = os.path.join(ROOT, ".exercise", "model.py")
 BLANKED = os.path.join(ROOT, ".exercise", "blanked.txt")
 FORMULAS = {
-    "layernorm_forward": "each row: y = (x - mean) / √(variance + EPS) · g + b, the variance "
-                         "over d; the cache keeps xhat and std",
+    "layernorm_forward": "each row: 1. centre, x - mean; 2. scale, xhat = (x - mean) / std, "
+                         "std = √(variance + EPS), the variance over d; 3. y = xhat · g + b; "
+                         "the cache keeps xhat and std",
     "layernorm_backward": "d_xhat = dy · g; d_x = (d_xhat - mean(d_xhat) - xhat · mean(d_xhat "
                           "· xhat)) / std, its three terms one math.fsum; d_g = Σ over rows of "
                           "dy · xhat; d_b = Σ of dy",
     "softmax": "each row: exp(z - max) / Σ exp(z - max), so -inf weighs 0",
     "softmax_backward": "each row: d_z_j = w_j · (d_w_j - Σ_k w_k · d_w_k)",
-    "attention_forward": "q, k, v = x·Wq, x·Wk, x·Wv; scores = q·kᵀ / √d, -inf where j > i; "
-                         "weights = softmax(scores); out = (weights · v) · Wo; the cache "
-                         "keeps x, q, k, v, scores, weights, mixed",
+    "attention_forward": "1. q, k, v = x·Wq, x·Wk, x·Wv; 2. scores = q·kᵀ / √d, -inf where "
+                         "j > i; 3. weights = softmax(scores); 4. mixed = weights · v; 5. out "
+                         "= mixed · Wo; the cache keeps x, q, k, v, scores, weights, mixed",
     "attention_backward": "steps 5 to 1 walked back: d_Wo, d_mixed; d_weights, d_v; "
                           "softmax_backward; d_q, d_k (÷ √d); d_W..., d_x = Σ d_·W_ᵀ",
-    "forward": "x0 = tok_emb[ids] + pos_emb[0:T]; x1 = x0 + Attention(LN1(x0)); x2 = x1 + "
-               "MLP(LN2(x1)); logits = LNF(x2) · W_out + b_out; the cache keeps ids, "
-               "use_positions, x0, ln1, h1, att, x1, ln2, h2, pre, act, x2, lnf, hf",
-    "loss_and_dlogits": "the mean of -log softmax(row)[target]; d_logits = (softmax - one-hot) / T",
+    "forward": "1. x0 = tok_emb[ids] + pos_emb[0:T]; 2. x1 = x0 + Attention(LN1(x0)); 3. x2 = "
+               "x1 + MLP(LN2(x1)); 4. logits = LNF(x2) · W_out + b_out; the cache keeps ids, "
+               "use_positions, x0, h1, x1, h2, pre, act, x2, hf, and the caches that "
+               "LN1, attention, LN2 and LNF return as ln1, att, ln2, lnf",
+    "loss_and_dlogits": "each row's -log softmax(row)[target], taken as top + log(Σ exp(z - "
+                        "top)) - z[target], one math.fsum, top the row's maximum (exp cannot "
+                        "overflow, log never meets 0); the loss, their mean; d_logits = "
+                        "(softmax - one-hot) / T",
     "backward": "forward's steps 4 to 1 walked back; a skip path adds the two gradients"}
 
 
