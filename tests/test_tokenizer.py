@@ -145,7 +145,10 @@ class TheLabsTokenizerTests(unittest.TestCase):
                   *[(tool.read_quotas, "quotas.json", f'{{"quotas": {{"colour:red": {n}}}}}',
                      "quotas.json: the quota of colour:red is not a whole number from 0 up")
                     for n in (3.5, -5)],
-                  (tool.read_quotas, "quotas.json", '{"quota": {}}', 'no "quotas" object')]
+                  (tool.read_quotas, "quotas.json", '{"quota": {}}', 'no "quotas" object'),
+                  (lambda path: tool.read_quotas(path + ".gone"), "quotas.json", "{}",
+                   "No such file or directory: "),
+                  (tool.read_quotas, "quotas.json", "", "empty: take tools/quotas.json from")]
         for read, name, text, said in cases:
             with self.subTest(said=said), tempfile.TemporaryDirectory() as folder:
                 Path(folder, name).write_text(text, "utf-8")

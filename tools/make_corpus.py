@@ -435,10 +435,12 @@ def predicted(counts):
 ################ Command line
 
 def read_quotas(path=QUOTAS_PATH):
-    """The stored quotas ({} without the file: the search starts from nothing)."""
-    if not os.path.exists(path):
-        return {}
-    stored = bpe.read_json(path)
+    """The stored quotas, where a search starts (from nothing, it would find none)."""
+    try:
+        stored = bpe.read_json(path)
+    except (OSError, bpe.FileProblem) as problem:
+        raise bpe.FileProblem(f"{problem}: take tools/quotas.json from the lab's archive "
+                              f"(or git checkout tools/quotas.json)") from None
     quotas = stored.get("quotas") if isinstance(stored, dict) else None
     if not isinstance(quotas, dict):
         raise bpe.FileProblem(f"{os.path.relpath(path)}: no \"quotas\" object, as "
@@ -487,9 +489,11 @@ def run(args):
     if args.check:
         stale = [os.path.relpath(p, ROOT) for p, t in files.items() if bpe.read_text(p) != t]
         if stale:
+            hint = ""
+            if "corpus.txt" in stale:
+                hint = " (a story typed into corpus.txt belongs in tools/stories.txt)"
             return bpe.report(f"make_corpus --check: not what tools/make_corpus.py writes: "
-                              f"{', '.join(stale)}; run: python3 tools/make_corpus.py (a "
-                              f"story typed into corpus.txt belongs in tools/stories.txt)")
+                              f"{', '.join(stale)}; run: python3 tools/make_corpus.py{hint}")
         print(f"corpus.txt, tools/quotas.json and tokenizer.json are what "
               f"tools/make_corpus.py writes, with the lesson's IDs")
         return 0
