@@ -208,14 +208,15 @@ def main(argv=None):
         action = functools.partial(restore, args.name)
     elif args.name:
         action = functools.partial(blank, args.name)
+    back = "take the lab's model.py from its archive (or git checkout model.py)"
+    if os.path.exists(KEPT):
+        back = "put the kept one back whole: python3 tools/exercise.py --restore"
     try:
         return bpe.run_reporting_problems(action)
     except SyntaxError as error:        # a rewrite that does not parse yet
-        return bpe.report(f"model.py does not parse (line {error.lineno}): fix it, or put "
-                          f"the kept one back whole: python3 tools/exercise.py --restore")
+        return bpe.report(f"model.py does not parse (line {error.lineno}): fix it, or {back}")
     except KeyError as error:           # a lesson function's def renamed or deleted
-        return bpe.report(f"model.py has no def {error.args[0]}: name it so again, or put "
-                          f"the kept one back whole: python3 tools/exercise.py --restore")
+        return bpe.report(f"model.py has no def {error.args[0]}: name it so again, or {back}")
 
 
 if __name__ == "__main__":
