@@ -452,8 +452,6 @@ def first_wrong(module=model, names=None):
     first in the lesson's order; when none fails, rounded_otherwise()."""
     blanks = []
     for name in names or CHECKS:
-        if not hasattr(module, name):
-            return f"model.py has no def {name}: the lab and its tests call it by that name"
         try:
             found = CHECKS[name](module)
         except bpe.FileProblem as problem:      # reference.json: no function's fault
@@ -462,6 +460,9 @@ def first_wrong(module=model, names=None):
             blanks.append((LESSON.index(name) if name in LESSON else -1, name, error))
             continue
         except Exception as error:
+            if isinstance(error, AttributeError) and error.obj is module:    # a def gone
+                return (f"model.py has no def {error.name}: the lab and its tests call it by "
+                        f"that name")
             if model_frames(error):         # the learner's code raised: that is the finding
                 found = f"{name} raised {raised(error)}"
             else:                           # it returned what the check cannot read

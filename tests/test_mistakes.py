@@ -24,7 +24,7 @@ from tests import LAB, diagnosis, run_main, tool_module
 
 # the original model.py: tools/exercise.py's kept copy, while a learner writes a function
 KEPT = LAB / ".exercise" / "model.py"
-SOURCE = (KEPT if KEPT.exists() else LAB / "model.py").read_text(encoding="utf-8")
+SOURCE = (KEPT if KEPT.exists() else LAB / "model.py").read_text(encoding="utf-8-sig")
 TWELVE = test_model.TWELVE
 
 
@@ -118,7 +118,8 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
      (SHIFTED + "        weights",
       SHIFTED.replace("exp(z - top)", "exp(max(z, -9.0) - top)") + "        weights")),
     ("softmax", "one maximum for all rows", ("top = max(row)\n", "top = max(map(max, scores))\n")),
-    ("model.py has no def softmax", "softmax renamed", ("def softmax(", "def my_softmax(")),
+    ("model.py has no def sequence_loss", "sequence_loss renamed",
+     ("def sequence_loss(", "def my_sequence_loss(")),
     ("softmax returned what its callers cannot use", "no return at the end",
      ("        weights.append([e_j / total for e_j in e])\n    return weights\n",
       "        weights.append([e_j / total for e_j in e])\n")),
