@@ -180,9 +180,10 @@ A function you wrote, a break-it or a slip moved them? python3 -m unittest -v
 test_model.py names the function; python3 tools/exercise.py --restore undoes it.
 Corpus edited? tools/README.md. Math changed on purpose? python3 trace_block.py --write"""
 QUESTION = """\
-The order experiment: "{a}" and "{b}" hold the same
-tokens in another order. Before you look, predict: at which positions do their scores
-differ without position embeddings, and does the last position differ with them?
+The order experiment: "{a}" and "{b}"
+hold the same tokens in another order. Before you look, predict: at which positions do
+their scores differ without position embeddings, and does the last position differ with
+them?
 Then look: python3 trace_block.py --show"""
 
 
