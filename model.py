@@ -32,6 +32,8 @@ def shape(nested_list, what="the matrix"):
     >>> shape([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), shape([0.5, 0.25])
     ((2, 3), (2,))
     """
+    if not isinstance(nested_list, (list, tuple)):
+        raise TypeError(f"{what} must be a list, not {nested_list!r:.20}")
     if not nested_list or not isinstance(nested_list[0], (list, tuple)):
         return (len(nested_list),)
     odd = [row for row in nested_list if not isinstance(row, (list, tuple))]
@@ -389,8 +391,8 @@ def check_forward(p, ids, use_positions):
         raise ValueError(f"forward: the parameters lack {', '.join(missing)}")
     signature = ", ".join(f"{name}: {letters}" for name, letters in PARAMETERS.items())
     sizes = check(f"forward({signature})", *(p[name] for name in PARAMETERS))
-    check_ids(ids, sizes["V"], "token IDs")
     check("forward(ids: T)", ids)
+    check_ids(ids, sizes["V"], "token IDs")
     if len(ids) > sizes["P"]:
         raise ValueError(f"sequence of {len(ids)} tokens is longer than the {sizes['P']} "
                          f"positions the model has")
@@ -398,6 +400,7 @@ def check_forward(p, ids, use_positions):
 
 def check_loss(logits, targets):
     sizes = check("loss_and_dlogits(logits: T V)", logits)
+    shape(targets, "loss_and_dlogits: targets")
     check_ids(targets, sizes["V"], "target IDs")
     if len(targets) != len(logits):
         raise ValueError(f"{len(logits)} positions but {len(targets)} targets")

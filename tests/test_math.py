@@ -348,7 +348,7 @@ class Refusals(unittest.TestCase):
             ("five offenders named", lambda: model.forward(p, list(range(96, 103))), ValueError,
              re.escape("outside the vocabulary of size 96: [96, 97, 98, 99, 100]") + "$"),
             ("text for IDs", lambda: model.forward(p, "mia"), TypeError,
-             "list of ints, not one holding 'm'"),
+             "forward: ids must be a list, not 'mia'"),
             ("an ID of True", lambda: model.forward(p, [1, True]), TypeError,
              "list of ints, not one holding True"),
             ("use_positions 'False'", lambda: model.forward(p, [1], "False"), TypeError,
