@@ -430,6 +430,10 @@ class LearnerMistakes(unittest.TestCase):
                 self.assertEqual(exercise.restore(None), 0)
                 self.assertEqual(model_py.read_text("utf-8"), SOURCE)
                 exercise.blank("softmax")
+                model_py.unlink()                   # deleted: put back, unasked
+                self.assertEqual(exercise.restore(None, ask=answering(AssertionError())), 0)
+                self.assertEqual(model_py.read_text("utf-8"), SOURCE)
+                exercise.blank("softmax")
                 shutil.rmtree(Path(tmp, ".exercise"))       # lost: a stub is no original
                 self.assertEqual(run_main(exercise.main, "forward")[0], 1)
                 self.assertFalse(Path(tmp, ".exercise").exists())

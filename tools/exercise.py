@@ -129,7 +129,10 @@ def restore(name, ask=input):
     if not os.path.exists(KEPT):
         return bpe.report("no model.py is kept, so there is nothing to put back (git "
                           "checkout model.py gives the lab's own, and drops your edits)")
-    kept, source = bpe.read_text(KEPT), bpe.read_text(MODEL)
+    kept = bpe.read_text(KEPT)
+    source = kept
+    if os.path.exists(MODEL):       # a model.py deleted has nothing of yours to ask about
+        source = bpe.read_text(MODEL)
     restored, blanked = kept, []
     if name is not None:        # a model.py that does not parse: said by main(), not asked
         restored = replaced(source, name, functions(kept)[name][1])
