@@ -412,5 +412,7 @@ def check_loss(logits, targets):
 def check_scores(scores):
     check("softmax(scores: T n)", scores)
     for i, row in enumerate(scores):
+        if not all(z < math.inf for z in row):      # nan or +inf: exp cannot weigh it
+            raise ValueError(f"softmax: row {i} holds nan or +inf")
         if max(row) == -math.inf:
             raise ValueError(f"softmax: row {i} is all -inf: the causal mask hid every position")

@@ -385,6 +385,8 @@ class Refusals(unittest.TestCase):
                 p, [[0.5] * 4]), ValueError, r"Wq has shape \(16, 16\), but it must be \(d, d\)"),
             ("softmax_backward: rows of 2 and 1", lambda: model.softmax_backward(
                 [[0.5, 0.5]], [[1.0]]), ValueError, "d_weights has shape"),
+            ("softmax: a score of +inf", lambda: model.softmax([[math.inf, 1.0]]), ValueError,
+             r"row 0 holds nan or \+inf"),
             ("softmax: a row of -inf only", lambda: model.softmax([[0.0, 1.0], [-math.inf] * 2]),
              ValueError, "row 1 is all -inf: the causal mask hid every position"),
             ("matmul: 3 against 2 rows", lambda: model.matmul([[1.0] * 3], [[1.0, 0.0]] * 2),
