@@ -185,7 +185,7 @@ def diagnosis(*names):
     return first_wrong(model, names) or "Every lesson function passes its checks."
 
 
-FAILED = {}         # test name -> what it failed on (a cause()), in this run
+FAILED = {}         # test name -> a cause(), or "a failed assertion", in this run
 
 
 def noting_failures(method):

@@ -177,7 +177,7 @@ def last_logits_gap(p, tok, use_positions):
 
 AFTER_A_CHANGE = """\
 A function you wrote, a break-it or a slip moved them? python3 -m unittest -v
-test_model.py names the function; python3 tools/exercise.py --restore undoes it.
+test_model.py names the function; python3 tools/exercise.py --restore undoes it, if kept.
 Corpus edited? tools/README.md. Math changed on purpose? python3 trace_block.py --write"""
 QUESTION = """\
 The order experiment: "{a}" and "{b}"
@@ -288,7 +288,7 @@ def caption(text):
 
 def show_gaps(p, tok):
     """Picture 1: the gap at each position, without and with position embeddings, to 4
-    places as block-trace.json records them."""
+    places, as block-trace.json records those without."""
     tokens_a, tokens_b = tok.tokens(ORDER_A), tok.tokens(ORDER_B)
     without, with_ = exact_gaps(p, tok, False), exact_gaps(p, tok, True)
     w = max(len(bpe.shown(t)) for t in tokens_a + tokens_b)

@@ -447,7 +447,7 @@ CHECKS = {"init_params": lambda module: against_reference(module, "init_params")
 
 def first_wrong(module=model, names=None):
     """The first of names (all, by default) whose check fails, in one line that starts with
-    the function's name, or None. A function that raises on good inputs fails, with its
+    the function's name (or the def or file at fault), or None. A function that raises on good inputs fails, with its
     message; one still blank (tools/exercise.py) only when nothing written is wrong, the
     first in the lesson's order; when none fails, rounded_otherwise()."""
     blanks = []
@@ -525,7 +525,7 @@ def raised(error):
     """The error in one line, with the line of the last lesson function in model.py that it
     went through, if it went through one, or of code within it (not a helper of model.py that
     it called), and the step its "# N." comment heads: "IndexError: list index out of range
-    (model.py line 312, in forward step 4)"."""
+    (model.py line N, in forward step 4)"."""
     said = f"{type(error).__name__}: {error}"
     if isinstance(error, FileNotFoundError):        # a lab file: the command that makes it
         said += bpe.REMAKE.get(Path(error.filename or "").name, "")
@@ -547,6 +547,6 @@ def step(frame):
         text = linecache.getline(frame.filename, n)
         if text.startswith("def "):         # the lesson function's own, not one within it
             return ""
-        if re.match(r" *# \d\.", text):
+        if re.match(r" *# \d\b", text):       # "# 2." or "# 2 and 1."
             return f" step {text.split()[1][0]}"
     return ""

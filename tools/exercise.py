@@ -8,7 +8,8 @@
 
 A stub keeps the signature, docstring and input check, and raises with the lesson's formula.
 model.py is kept in .exercise/ (git ignores it) until all of it is put back; --restore asks
-before it undoes a function written since it was blanked or, with one blank, an edit elsewhere.
+before it undoes a function written since it was blanked or, while one is blank, an edit
+elsewhere.
 """
 import argparse
 import ast
@@ -192,11 +193,12 @@ def show():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False,
+    parser = argparse.ArgumentParser(description=__doc__, allow_abbrev=False,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="functions: " + ", ".join(FORMULAS))
     parser.add_argument("name", nargs="?", help="a lesson function to blank (or to --restore)")
     flags = parser.add_mutually_exclusive_group()
-    flags.add_argument("--restore", action="store_true", help="put the original back")
+    flags.add_argument("--restore", action="store_true", help="put NAME's original back; with no NAME, the kept model.py")
     flags.add_argument("--keep", action="store_true", help="keep model.py as it is now")
     args = parser.parse_args(argv)
     if args.keep and args.name:
