@@ -136,7 +136,8 @@ def kinds_of(template):
 class Filler:
     """Fills the templates' slots from quotas (quota name "kind:word" -> how many slots)."""
 
-    def __init__(self):
+    def __init__(self, extra):
+        self.extra = extra          # the hand-written stories
         plots, self.kinds, self.she = read_plots()
         rng = random.Random(PLOT_SEED)
         order = []              # rounds of the plots, each shuffled, up to N_STORIES
@@ -175,8 +176,9 @@ class Filler:
                 excess -= cut
         return fitted
 
-    def stories(self, quotas):
-        """The generated stories: steered words fill their quotas' slots, other words the rest."""
+    def corpus(self, quotas):
+        """The corpus, one story a line: the first, the generated ones (steered words fill their
+        quotas' slots, other words the rest), the hand-written ones (adding one moves no other)."""
         values = [{} for _ in self.templates]       # story -> field -> word
         for kind, (steered, others) in self.kinds.items():
             slots = self.slots[kind]
@@ -190,7 +192,8 @@ class Filler:
             for first, second in PAIRS:
                 if second in fields and values[i].get(first) == values[i][second]:
                     self.swap(values, i, second, values[i][first])
-        return [self.render(t, v) for t, v in zip(self.templates, values)]
+        generated = [self.render(t, v) for t, v in zip(self.templates, values)]
+        return "\n".join([FIRST_STORY] + generated + self.extra) + "\n"
 
     def swap(self, values, i, field, word):
         """Story i's field says word, as its pair's other field does: swap it, counts kept."""
@@ -242,12 +245,6 @@ def read_stories(path=STORIES_PATH):
     return stories
 
 
-def assemble(generated, extra):
-    """The corpus text, one story per line: the first story, the generated stories, then the
-    hand-written ones (so that adding or removing one moves no other line)."""
-    return "\n".join([FIRST_STORY] + generated + extra) + "\n"
-
-
 def learn_merges_fast(text, vocab_size):
     """bpe.learn_merges's result, faster: a merge recounts only the chunks that hold its pair."""
     bpe.check_size(text, vocab_size)
@@ -290,15 +287,6 @@ def train(text, size=bpe.VOCAB_SIZE):
     return tok, misplaced, split, dict(zip(vocab[base:], counts))
 
 
-def problem(misplaced, split):
-    """What keeps a tokenizer from the lesson's IDs: "' hat' +1" (one ID too late), the split."""
-    if misplaced:
-        return ", ".join(f"{t!r} {i - IDS[t]:+d}" for t, i in misplaced.items())
-    if not split:
-        return "a pinned sentence splits into other tokens than SPLITS says"
-    return ""
-
-
 ################ The search (tools/README.md describes it)
 
 LOOK_PAST = 24       # merges past the vocabulary the search watches (tokens about to enter it)
@@ -310,24 +298,26 @@ BUDGET = 4000        # tokenizers the search trains before it gives up
 class Search:
     """Moves the quotas until every pinned ID is right."""
 
-    def __init__(self, filler, extra):
+    def __init__(self, filler):
         self.filler = filler
-        self.extra = extra
         self.seen = {}          # each setting trained -> its measure
 
     def measure(self, quotas):
         """(score, problem, counts) of a setting; the smaller score is better, 0 first."""
         key = tuple(sorted(quotas.items()))
         if key not in self.seen:
-            text = assemble(self.filler.stories(quotas), self.extra)
+            text = self.filler.corpus(quotas)
             _, misplaced, split, counts = train(text, bpe.VOCAB_SIZE + LOOK_PAST)
             off, margins = gaps(counts)
+            # what keeps the tokenizer from the lesson's IDs: "' hat' +1" (one ID too late)
+            said = ", ".join(f"{t!r} {i - IDS[t]:+d}" for t, i in misplaced.items())
             wrong = len(misplaced)
             if not split:
                 wrong += 30             # a sentence split otherwise weighs as 30 IDs wrong
+                said = said or "a pinned sentence splits into other tokens than SPLITS says"
             if wrong:
                 wrong += off            # 0 only when every pinned token is in place
-            self.seen[key] = ((wrong, -margins), problem(misplaced, split), counts)
+            self.seen[key] = ((wrong, -margins), said, counts)
         return self.seen[key]
 
     def score(self, quotas):
@@ -462,9 +452,8 @@ def main(argv=None):
 
 def run(args):
     """Do what the parsed command line asks; return the exit code."""
-    extra = read_stories()          # a bad line: bpe.FileProblem, one line from main
-    filler = Filler()
-    search = Search(filler, extra)
+    filler = Filler(read_stories())     # a bad line: bpe.FileProblem, one line from main
+    search = Search(filler)
     quotas = filler.fit(read_quotas())
     wrong = search.measure(quotas)[1]
     if wrong and not args.check:        # --check never searches: it names the stale files
@@ -480,7 +469,7 @@ def run(args):
     if wrong:       # --check: the files may match, but this program would search
         return bpe.report(f"make_corpus --check: the stored quotas do not keep the lesson's "
                           f"IDs ({wrong}); run: python3 tools/make_corpus.py")
-    text = assemble(filler.stories(quotas), extra)
+    text = filler.corpus(quotas)
     stored = {"note": "written by tools/make_corpus.py: how many slots of each kind hold each "
                       "steered word; the search starts from here", "quotas": quotas,
               "slots": {kind: len(filler.slots[kind]) for kind in filler.kinds}}
@@ -498,7 +487,7 @@ def run(args):
               f"tools/make_corpus.py writes, with the lesson's IDs")
         return 0
     bpe.write_texts(files)          # all three written in full before any is replaced
-    print(f"wrote corpus.txt ({len(text.splitlines())} stories, {len(extra)} from "
+    print(f"wrote corpus.txt ({len(text.splitlines())} stories, {len(filler.extra)} from "
           f"tools/stories.txt), tools/quotas.json and tokenizer.json, with the lesson's IDs")
     return 0
 
