@@ -327,7 +327,7 @@ class LearnerMistakes(unittest.TestCase):
 
     def test_an_error_is_given_with_the_line_of_model_py_that_raised_it(self):
         """The lesson function's line that called a helper which raised (not the helper's), or
-        a line of a def within the function, and the step it is under."""
+        a line of a def within the function, and the step it is under ("# 2." or "# 2 and 1.")."""
         old = "centred = [x_j - mean for x_j in row]"
         for new, raising in (("centred = matmul([row], [[1.0]])", "centred = matmul"), (
                 "def shifted():\n            return [row[j] - mean for j in range(d + 1)]\n"
@@ -340,6 +340,8 @@ class LearnerMistakes(unittest.TestCase):
                 except (ValueError, IndexError) as error:
                     said = diagnosis.raised(error)
                 self.assertIn(f"(model.py line {line}, in layernorm_forward step 1)", said)
+        found = diagnosis.first_wrong(planted(("fsum(d_xhat) / d", "fsum(d_xhat) / d_xhat[99]")))
+        self.assertIn("in layernorm_backward step 2)", found)      # under "# 2 and 1."
 
     def test_caches_without_the_entries_only_the_diagnosis_reads_pass(self):
         module = planted(('"x1": x1, ', ""), ('"x2": x2, ', ""), ('"scores": scores, ', ""))
