@@ -147,7 +147,7 @@ class TheLabsTokenizerTests(unittest.TestCase):
                     for n in (3.5, -5)],
                   (tool.read_quotas, "quotas.json", '{"quota": {}}', 'no "quotas" object'),
                   (lambda path: tool.read_quotas(path + ".gone"), "quotas.json", "{}",
-                   "No such file or directory: "),
+                   "quotas.json.gone': take tools/quotas.json from"),
                   (tool.read_quotas, "quotas.json", "", "empty: take tools/quotas.json from")]
         for read, name, text, said in cases:
             with self.subTest(said=said), tempfile.TemporaryDirectory() as folder:
