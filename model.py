@@ -27,7 +27,7 @@ PARAMETERS = {"tok_emb": "V d", "pos_emb": "P d", "ln1_g": "d", "ln1_b": "d",
 ################ List helpers
 
 def shape(nested_list, what="the matrix"):
-    """The shape of a vector or a matrix (its rows all of one length), as a tuple.
+    """The shape of a vector or a matrix (rows of one length), as a tuple; a non-list is refused.
 
     >>> shape([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), shape([0.5, 0.25])
     ((2, 3), (2,))
@@ -400,7 +400,7 @@ def check_forward(p, ids, use_positions):
 
 def check_loss(logits, targets):
     sizes = check("loss_and_dlogits(logits: T V)", logits)
-    shape(targets, "loss_and_dlogits: targets")
+    shape(targets, "loss_and_dlogits: targets")     # a list; check_ids checks its IDs
     check_ids(targets, sizes["V"], "target IDs")
     if len(targets) != len(logits):
         raise ValueError(f"{len(logits)} positions but {len(targets)} targets")
