@@ -1,4 +1,4 @@
-"""bpe.py: the BPE steps, training (tools' fast loop too), encoding, decoding, the lab's files."""
+"""bpe.py: the BPE steps, training, encoding, decoding, the lab's files."""
 import doctest
 import json
 import os
@@ -39,22 +39,6 @@ class TrainingTests(unittest.TestCase):
                 ("acab", 4, [(0, 1)], [1])):                   # left ids tie: right decides
             with self.subTest(text=text):
                 self.assertEqual(bpe.learn_merges(text, size)[1:], (merges, counts))
-
-    def test_make_corpus_s_fast_training_loop_learns_bpe_py_s_merges(self):
-        fast = tool_module("make_corpus").learn_merges_fast
-        cases = [bpe.read_corpus(LAB / "corpus.txt"), "aaabdaaabac", "abab abab abab", "a",
-                 "aaaa aaaa", "ab ba ab ba", "the cat. the hat.\n" * 3, "aaa aa a", "cdab"]
-        for text in cases:
-            size = min(96, len(set(text)) + 6)
-            with self.subTest(text=text[:20]):
-                try:
-                    plain = bpe.learn_merges(text, size)
-                except ValueError as refusal:               # a text with too few pairs
-                    with self.assertRaisesRegex(ValueError, str(refusal)):
-                        fast(text, size)
-                    continue
-                fast(text, size)[0].append("?")    # a caller's lists: not the next's
-                self.assertEqual(fast(text, size), plain)
 
     def test_encode_applies_merges_in_the_order_they_were_learned_within_each_chunk(self):
         ab_first = bpe.Tokenizer(["a", "b", "c", "ab", "bc"], [("a", "b"), ("b", "c")])

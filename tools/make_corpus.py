@@ -245,38 +245,10 @@ def read_stories(path=STORIES_PATH):
     return stories
 
 
-def learn_merges_fast(text, vocab_size):
-    """bpe.learn_merges's result, faster: a merge recounts only the chunks that hold its pair."""
-    bpe.check_size(text, vocab_size)
-    vocab, words, weights = bpe.start_training(text)
-    chunks = ["".join(vocab[i] for i in ids) for ids in words]     # each chunk's text
-    pair_counts = {}    # pair -> its count; a pair gone from every chunk stays, at 0
-    for ids, weight in zip(words, weights):
-        bpe.count_pairs(ids, pair_counts, weight)
-    merges = []
-    counts = []
-    while len(vocab) < vocab_size:
-        top = max(pair_counts.values(), default=0)
-        bpe.check_counts(top, vocab_size)        # 0: no pair left
-        # bpe.best_pair's choice, its tie rule too: the smallest of the most frequent
-        pair = min(p for p, count in pair_counts.items() if count == top)
-        merges.append(pair)
-        counts.append(top)
-        token = vocab[pair[0]] + vocab[pair[1]]
-        for w, chunk in enumerate(chunks):
-            if token in chunk:          # a chunk that holds the pair holds its text
-                new = bpe.merge(words[w], pair, len(vocab))
-                bpe.count_pairs(words[w], pair_counts, -weights[w])   # its pairs out ...
-                bpe.count_pairs(new, pair_counts, weights[w])         # ... and in, merged
-                words[w] = new
-        vocab.append(token)
-    return vocab, merges, counts
-
-
 def train(text, size=bpe.VOCAB_SIZE):
     """(tokenizer, misplaced, split, counts) of text: each pinned token not at its ID -> its
     ID; whether SPLITS is right; each merge's count, up to size tokens."""
-    vocab, merges, counts = learn_merges_fast(text, size)
+    vocab, merges, counts = bpe.learn_merges(text, size)
     base = len(vocab) - len(merges)         # the characters of the text
     pairs = [(vocab[a], vocab[b]) for a, b in merges[:bpe.VOCAB_SIZE - base]]
     tok = bpe.Tokenizer(vocab[:bpe.VOCAB_SIZE], pairs)
