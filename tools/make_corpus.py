@@ -262,9 +262,9 @@ def train(text, size=bpe.VOCAB_SIZE):
 ################ The search (tools/README.md describes it)
 
 LOOK_PAST = 24       # merges past the vocabulary the search watches (tokens about to enter it)
-REACH = 12           # how far one step moves a quota (the model is straight only nearby)
+REACH = 8            # how far one step moves a quota (the model is straight only nearby)
 MARGIN = 3           # counts a pinned token's merge keeps from its neighbours', where it can
-BUDGET = 4000        # tokenizers the search trains before it gives up
+BUDGET = 1500        # tokenizers the search trains before it gives up
 
 
 class Search:
