@@ -101,14 +101,16 @@ class TheLabsTokenizerTests(unittest.TestCase):
             with mock.patch.dict(tool.IDS, {" hat": 78}):   # the files match, the IDs do not
                 code, _, err = run_main(tool.main, "--check")
             self.assertIn("the stored quotas do not keep the lesson's IDs (' hat' +1)", err)
-            for name in ("corpus.txt", "quotas.json", "tokenizer.json"):
-                with self.subTest(file=name):
+            for name, added in (("corpus.txt", b"\n"), ("quotas.json", b"\n"),
+                                ("tokenizer.json", b"\n"), ("corpus.txt", b"sam has a kite.\n")):
+                with self.subTest(file=name, added=added):
                     kept = (folder / name).read_bytes()
-                    (folder / name).write_bytes(kept + b"\n")
+                    (folder / name).write_bytes(kept + added)
                     code, _, err = run_main(tool.main, "--check")
                     (folder / name).write_bytes(kept)
                     self.assertEqual(code, 1)
                     self.assertIn(f"{name}; run: python3 tools/make_corpus.py", err)
+                    self.assertEqual("belongs in tools/stories.txt" in err, b"kite" in added)
 
     def test_make_corpus_refuses_a_line_of_tools_that_it_cannot_use_and_names_it(self):
         tool = tool_module("make_corpus")
@@ -131,8 +133,10 @@ class TheLabsTokenizerTests(unittest.TestCase):
                     for n in (3.5, -5)],
                   (tool.read_quotas, "quotas.json", '{"quota": {}}', 'no "quotas" object'),
                   (lambda path: tool.read_quotas(path + ".gone"), "quotas.json", "{}",
-                   "quotas.json.gone': take tools/quotas.json from"),
-                  (tool.read_quotas, "quotas.json", "", "empty: take tools/quotas.json from")]
+                   "quotas.json.gone: no such file: take tools/quotas.json.gone from"),
+                  (tool.read_quotas, "quotas.json", "", "empty: take tools/quotas.json from"),
+                  (lambda path: tool.read_stories(path + ".gone"), "stories.txt", "",
+                   "stories.txt.gone: no such file: take ")]
         for read, name, text, said in cases:
             with self.subTest(said=said), tempfile.TemporaryDirectory() as folder:
                 Path(folder, name).write_text(text, "utf-8")

@@ -56,9 +56,20 @@ FIELD_KINDS = {"a": "kid", "b": "kid", "g": "grown", "c": "colour", "d": "colour
 PAIRS = [("a", "b"), ("c", "d"), ("o", "p")]   # a pair's two fields never say one word
 
 
+def check_present(path):
+    """Refuse a missing file of tools/, saying where to take it from; return that advice, for
+    a file found damaged."""
+    name = f"tools/{os.path.basename(path)}"
+    advice = f"take {name} from the lab's archive (or git checkout {name})"
+    if not os.path.exists(path):
+        raise bpe.FileProblem(f"cannot read {os.path.relpath(path)}: no such file: {advice}")
+    return advice
+
+
 def lines_of(path):
     """(where, line) for each line that is not empty or a comment; a BOM is dropped, and a
     byte that is not UTF-8 reads as "\ufffd", a character outside the alphabet."""
+    check_present(path)
     with open(path, encoding="utf-8-sig", errors="replace") as file:
         for number, line in enumerate(file, 1):
             line = line.rstrip("\n")
@@ -398,11 +409,11 @@ def predicted(counts):
 
 def read_quotas(path=QUOTAS_PATH):
     """The stored quotas, where a search starts (from nothing, it would find none)."""
+    advice = check_present(path)
     try:
         stored = bpe.read_json(path)
-    except (OSError, bpe.FileProblem) as problem:
-        raise bpe.FileProblem(f"{problem}: take tools/quotas.json from the lab's archive "
-                              f"(or git checkout tools/quotas.json)") from None
+    except bpe.FileProblem as problem:
+        raise bpe.FileProblem(f"{problem}: {advice}") from None
     quotas = stored.get("quotas") if isinstance(stored, dict) else None
     if not isinstance(quotas, dict):
         raise bpe.FileProblem(f"{os.path.relpath(path)}: no \"quotas\" object, as "
@@ -451,7 +462,8 @@ def run(args):
         stale = [os.path.relpath(p, ROOT) for p, t in files.items() if bpe.read_text(p) != t]
         if stale:
             hint = ""
-            if "corpus.txt" in stale:
+            typed = set(bpe.read_text(bpe.CORPUS_PATH).splitlines()) - set(text.splitlines())
+            if typed - {""}:        # lines that no run writes
                 hint = " (a story typed into corpus.txt belongs in tools/stories.txt)"
             return bpe.report(f"make_corpus --check: not what tools/make_corpus.py writes: "
                               f"{', '.join(stale)}; run: python3 tools/make_corpus.py{hint}")
