@@ -289,13 +289,16 @@ def check_attention_forward(module):
 
 
 def check_forward(module):
-    p = tiny(module)
-    _, cache = module.forward(p, REPEATED[:-1])
+    p, ids = tiny(module), REPEATED[:-1]
+    _, cache = module.forward(p, ids)
     if p != tiny(module):
         return "forward changed the parameters in place (x0's rows are tok_emb's?): new lists"
     missing = lacking("forward", cache)
     if missing:
         return missing
+    if cache["ids"] is ids:
+        return ("forward: its cache's 'ids' is the caller's list, which the caller may change "
+                "before backward reads it: keep a copy, list(ids)")
     for key in ("ln1", "att", "ln2", "lnf"):
         if not isinstance(cache[key], dict):
             return (f"forward: its cache's {key!r} is a {type(cache[key]).__name__}, not the "

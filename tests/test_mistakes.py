@@ -34,10 +34,10 @@ def planted(*edits):
     source = SOURCE
     for old, new in edits:
         if source.count(old) != 1:
-            raise AssertionError(f"cannot plant a mistake of tests/test_mistakes.py: "
-                                 f"model.py does not hold {old!r} once (rewritten? these "
-                                 f"tests plant on the lab's model.py, which tools/exercise.py "
-                                 f"keeps for them when it blanks a function)")
+            raise AssertionError(f"cannot plant a mistake: model.py does not hold {old!r} "
+                                 f"once (rewritten? these tests plant on the lab's model.py, "
+                                 f"which tools/exercise.py keeps for them when it blanks a "
+                                 f"function)")
         source = source.replace(old, new)
     return module_of(source)
 
@@ -159,6 +159,8 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
      ("    if use_positions:\n", "    if True:\n")),
     ("forward step 3: LN2's", "LN2 fed x0",
      ('layernorm_forward(x1, p["ln2', 'layernorm_forward(x0, p["ln2')),
+    ("forward: its cache's 'ids' is the caller's list", "the caller's ids cached",
+     ('"ids": list(ids)', '"ids": ids')),
     ("forward", "h1 left out of the cache", ('"h1": h1, ', "")),
     ("forward: its cache's h2", "h1 kept as h2", ('"h2": h2, ', '"h2": h1, ')),
     ("forward: its cache's 'att' is a list", "attention's output kept as its cache",
@@ -280,6 +282,13 @@ class LearnerMistakes(unittest.TestCase):
         if diagnosis.first_wrong(model):
             raise unittest.SkipTest("model.py fails a lesson function's check (test_math "
                                     "says which), so no mistake is planted on it")
+        for verdict, what, edit in MISTAKES:    # a function rewritten: said once, by its name
+            function = verdict.split()[0]
+            if any(SOURCE.count(old) != 1 for old, _ in edits_of(edit)):
+                raise AssertionError(f"{function} is not the lab's own, so its mistakes cannot "
+                                     f"be planted on it ({what}): tools/exercise.py keeps the "
+                                     f"lab's model.py for these tests when it blanks a function "
+                                     f"(a maintainer who changed it updates its MISTAKES rows)")
 
     def test_the_diagnosis_names_each_mistake_s_function_and_step(self):
         for verdict, what, edit in MISTAKES:
