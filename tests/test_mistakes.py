@@ -186,6 +186,8 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
      ("d_x1 = add(d_x2, d_x1_mlp)", "d_x1 = d_x1_mlp")),
     ("backward step 3's skip path or LN2's call (d_x1 = d_x2 + LN2's d_x), or step 2's d_a",
      "attention given d_x2", ("d_a = d_x1  ", "d_a = d_x2  ")),
+    ("backward step 2: attention_backward's call: no gradient 'Wq'", "attention's gradients "
+     "left out", ("    grads.update(att_grads)\n", "")),
     ("backward step 2's skip path", "the skip path around attention",
      ("add(d_x1, d_x0_att)", "d_x0_att")),
     ("backward step 1: pos_emb's", "positions in the wrong rows",
