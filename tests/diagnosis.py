@@ -412,8 +412,8 @@ def check_backward(module):
     """The small copy's gradients in backward order, each along a random direction, the
     first off then entry by entry; where both embeddings' are off, step 2's skip path is."""
     p, x, y = tiny(module), REPEATED[:-2], REPEATED[1:-1]     # fewer than the 8 positions
+    logits, cache = module.forward(p, x, use_positions=False)
     try:
-        logits, cache = module.forward(p, x, use_positions=False)
         without = module.backward(p, cache, module.loss_and_dlogits(logits, y)[1])
     except KeyError as error:       # grads[name] for a gradient no step made
         steps = [step for names, step in BACKWARD_STEPS if error.args[0] in names.split()]
