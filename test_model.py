@@ -15,6 +15,28 @@ from trace_block import SERIES, last_logits_gap, position_gaps
 TOLERANCE = 1e-7    # the gradient check's bound on |central difference - backward()|
 
 
+@functools.cache
+def tokenizer():
+    return trace_block.load_tokenizer()
+
+
+@functools.cache
+def series():
+    """The series' 7,440 parameters, without reading tokenizer.json; tests must not change them."""
+    return model.init_params(model.SIZES["vocab"], **SERIES)
+
+
+def diagnosis(*names):
+    """Which lesson function (of names; all by default) is wrong, in one line."""
+    return first_wrong(model, names) or "Every lesson function passes its checks."
+
+
+def skip_if_failed(test, *numbers):     # a test that rests on others
+    for number in numbers:
+        if TWELVE[number - 1][1] in FAILED:
+            test.skipTest(f"test {number} fails, and this test rests on it")
+
+
 ################ 1. The recorded trace
 
 class Recorded(unittest.TestCase):
@@ -73,15 +95,14 @@ class Mechanism(unittest.TestCase):
         _, cache = model.layernorm_forward(x, g, b)
         d_x, d_g, d_b = model.layernorm_backward(dy, g, cache)
 
+        flat = trace_block.flatten
         def loss():         # Σ y · dy: its gradient is what backward gives
             y, _ = model.layernorm_forward(x, g, b)
-            rows = zip(y, dy)
-            return math.fsum(u * w for r, w_r in rows for u, w in zip(r, w_r))
-        flat = trace_block.flatten
+            return math.fsum(y_j * dy_j for y_j, dy_j in zip(flat(y), flat(dy)))
         for name, found, tensor in (("d_x", d_x, x), ("d_g", d_g, g), ("d_b", d_b, b)):
             slopes = trace_block.central_differences(loss, tensor)
             pairs = zip(flat(found), flat(slopes))
-            worst = max(abs(a - n) for a, n in pairs)
+            worst = max(abs(found - slope) for found, slope in pairs)
             if not worst < 1e-8:
                 which = diagnosis("layernorm_forward", "layernorm_backward")
                 self.fail(f"{which}\n\nlayernorm_backward's {name} is up to "
@@ -91,8 +112,9 @@ class Mechanism(unittest.TestCase):
         """"mia has a red ball." and "mia has a red hat." share four tokens: the first four
         positions get bit-identical scores, the fifth does not."""
         skip_if_failed(self, 3)         # it rests on layer norm
-        hat, ball = (model.forward(series(), tokenizer().encode(f"mia has a red {thing}."))[0]
-                     for thing in ("hat", "ball"))
+        p, tok = series(), tokenizer()
+        hat, _ = model.forward(p, tok.encode("mia has a red hat."))
+        ball, _ = model.forward(p, tok.encode("mia has a red ball."))
         seen = [t for t in range(4) if hat[t] != ball[t]]
         if seen:
             self.fail(f"{diagnosis()}\n\nposition {seen[0]}'s scores changed "
@@ -167,23 +189,7 @@ class FailureCases(unittest.TestCase):
             model.loss_and_dlogits(logits, [2, 3])
 
 
-################ Helpers
-
-@functools.cache
-def tokenizer():
-    return trace_block.load_tokenizer()
-
-
-@functools.cache
-def series():
-    """The series' 7,440 parameters, without reading tokenizer.json; tests must not change them."""
-    return model.init_params(model.SIZES["vocab"], **SERIES)
-
-
-def diagnosis(*names):
-    """Which lesson function (of names; all by default) is wrong, in one line."""
-    return first_wrong(model, names) or "Every lesson function passes its checks."
-
+################ One failure per cause, in the lesson's order
 
 FAILED = {}         # test name -> a cause(), or "a failed assertion", in this run
 
@@ -208,12 +214,6 @@ def noting_failures(method):
                 raise self.failureException(why) from None
             raise self.failureException(f"{diagnosis()}\n\n{why}") from None
     return test
-
-
-def skip_if_failed(test, *numbers):     # a test that rests on others
-    for number in numbers:
-        if TWELVE[number - 1][1] in FAILED:
-            test.skipTest(f"test {number} fails, and this test rests on it")
 
 
 TWELVE = [(case, name) for case in (Recorded, Mechanism, FailureCases)
