@@ -59,19 +59,19 @@ def matmul(a, b):
     """
     check("matmul(a: n k, b: k m)", a, b)
     b_cols = list(zip(*b))
-    finite = all(map(math.isfinite, chain.from_iterable(b)))
+    b_finite = all(map(math.isfinite, chain.from_iterable(b)))   # 0 · inf is nan, not 0
     out = []
     for row in a:
-        if finite and 0.0 in row:   # speed: skip a's zeros (b finite, as 0 · inf is nan)
-            kept = list(compress(row, row))                     # the nonzero entries
-            out.append([fsum(map(mul, kept, compress(col, row))) for col in b_cols])
-        else:
+        if b_finite and 0.0 in row:     # speed, 4% of a step: a's zeros add nothing, skip them
+            nonzero = list(compress(row, row))          # compress(x, row): x where row is not 0
+            out.append([fsum(map(mul, nonzero, compress(col, row))) for col in b_cols])
+        else:                           # the plain line: what the zeros' skip must equal
             out.append([fsum(map(mul, row, col)) for col in b_cols])
     return out
 
 
 def add(a, *others):
-    """a plus the others, entry by entry; each entry's terms summed once (two: as +).
+    """a plus the others, entry by entry, each entry's terms rounded once (fsum; two: a + b).
 
     >>> add([[1.0, 2.0]], [[0.5, 0.25]], [[0.1, 0.2]])
     [[1.6, 2.45]]
@@ -105,7 +105,7 @@ def layernorm_forward(x, g, b):
         centred = [x_j - mean for x_j in row]
         # 2. scale
         variance = fsum(c * c for c in centred) / d
-        s = sqrt(variance + EPS)
+        s = sqrt(variance + EPS)                # the cache's "std": EPS keeps it above 0
         xhat.append([c / s for c in centred])                   # (d)
         std.append(s)
         # 3. gain and bias
@@ -210,13 +210,13 @@ def attention_backward(p, cache, d_out):
     d_v = matmul(transpose(weights), d_mixed)                   # (T, d)
     # 3. weights = softmax(scores): w = 0 where masked, so d_scores = 0 there
     d_scores = softmax_backward(weights, d_weights)             # (T, T)
-    # 2. scores = q · kᵀ / √d
-    d_q = [[e / sqrt_d for e in row] for row in matmul(d_scores, k)]
-    d_k = [[e / sqrt_d for e in row] for row in matmul(transpose(d_scores), q)]
+    # 2. scores = q · kᵀ / √d, so d_q = d_scores · k / √d and d_k = d_scoresᵀ · q / √d
+    d_q = [[e / sqrt_d for e in row] for row in matmul(d_scores, k)]             # (T, d)
+    d_k = [[e / sqrt_d for e in row] for row in matmul(transpose(d_scores), q)]  # (T, d)
     # 1. q = x · Wq, k = x · Wk, v = x · Wv: x fed all three, so d_x has three parts
     x_T = transpose(x)
     grads = {"Wq": matmul(x_T, d_q), "Wk": matmul(x_T, d_k), "Wv": matmul(x_T, d_v),
-             "Wo": d_Wo}
+             "Wo": d_Wo}                                                # each (d, d)
     d_x = add(matmul(d_q, transpose(p["Wq"])), matmul(d_k, transpose(p["Wk"])),
               matmul(d_v, transpose(p["Wv"])))                  # (T, d)
     return grads, d_x
@@ -330,8 +330,8 @@ def backward(p, cache, d_logits):
     # 2. in the forward pass: h1 = LN1(x0), a = Attention(h1), then x1 = x0 + a
     d_a = d_x1                          # x1 = x0 + a: a gets d_x1 as it is
     att_grads, d_h1 = attention_backward(p, cache["att"], d_a)
+    grads.update(att_grads)                     # Wq, Wk, Wv, Wo
     d_x0_att, grads["ln1_g"], grads["ln1_b"] = layernorm_backward(d_h1, p["ln1_g"], cache["ln1"])
-    grads.update(att_grads)
     d_x0 = add(d_x1, d_x0_att)          # skip path: straight along it, plus through attention
     # 1. in the forward pass: x0 = tok_emb[ids] + pos_emb[0:T]. pos_emb's rows past T
     #    were not used; a token at several positions collects the gradient of each
@@ -350,16 +350,16 @@ def sequence_loss(p, ids, targets, use_positions=True):
     return loss_and_dlogits(forward(p, ids, use_positions)[0], targets)[0]
 
 
-################ Input checks
+################ Input checks (you can skip this section)
 
 def check(signature, *args):
-    """The sizes of args, each of the shape its letters give ("x: T d"), or a refusal."""
-    who, _, params = signature.rstrip(")").partition("(")
+    """The letters' sizes in args ("x: T d"), or a refusal; the first arg with a letter fixes it."""
+    who, _, fields = signature.rstrip(")").partition("(")
     sizes, seen_in = {}, {}
-    for param, value in zip(params.split(", "), args):
-        name, *letters = param.replace(":", "").split()
+    for field, value in zip(fields.split(", "), args):
+        name, *letters = field.replace(":", "").split()
         found = shape(value, f"{who}: {name}")
-        if found == (0,) and letters[0] == "T":
+        if found == (0,) and letters[0] == "T":     # T, a sequence's length, is at least 1
             raise ValueError("empty sequence")
         wanted = ", ".join(letters) + ("," if len(letters) == 1 else "")
         if len(found) != len(letters):
