@@ -353,7 +353,7 @@ def sequence_loss(p, ids, targets, use_positions=True):
 ################ Input checks (you can skip this section)
 
 def check(signature, *args):
-    """The letters' sizes in args ("x: T d"), or a refusal; the first arg with a letter fixes it."""
+    """The letters' sizes in args ("x: T d"), or a refusal; a letter's first arg fixes its size."""
     who, _, fields = signature.rstrip(")").partition("(")
     sizes, seen_in = {}, {}
     for field, value in zip(fields.split(", "), args):
