@@ -6,7 +6,7 @@ small copy. Each run computes every figure afresh; block-trace.json only remembe
 
     python3 trace_block.py            the lesson's figures, and whether the file holds them
     python3 trace_block.py --show     the order experiment and the attention weights, drawn
-    python3 trace_block.py --check    exit 1, naming each figure, if the file is out of date
+    python3 trace_block.py --check    exit 1 if the file is out of date (--write: record it)
 """
 import argparse
 import codecs
@@ -60,7 +60,7 @@ def trace(tok=None, story=None):
         "initial_loss": round(loss, 4),
         "uniform_loss": round(math.log(len(tok.vocab)), 4),
         "layernorm_row0": {
-            # + 0.0 turns a mean that rounds to -0.0 into 0.0
+            # + 0.0 turns a mean that rounds to -0.0 into 0.0; the variance: the mean of squares
             "mean": round(math.fsum(row0) / len(row0), 6) + 0.0,
             "variance": round(math.fsum(v * v for v in row0) / len(row0), 4)},
         "order_test": {
@@ -93,7 +93,7 @@ def build(tok, cfg):
 def central_differences(f, tensor, step=STEP):
     """(f() at entry + step - f() at entry - step) / (2·step), for each entry of tensor (a
     vector or a matrix, nudged in place and put back): f's slopes, in tensor's shape."""
-    rows = tensor if isinstance(tensor[0], list) else [tensor]
+    rows = tensor if isinstance(tensor[0], list) else [tensor]      # a vector: one row
     slopes = []
     for row in rows:
         slope_row = []
@@ -105,7 +105,7 @@ def central_differences(f, tensor, step=STEP):
             row[j] = kept
             slope_row.append((up - down) / (2 * step))
         slopes.append(slope_row)
-    return slopes if rows is tensor else slopes[0]
+    return slopes if isinstance(tensor[0], list) else slopes[0]
 
 
 def numeric_gradients(p, x, y):
@@ -122,11 +122,11 @@ def backward_gradients(p, x, y, use_positions=True):
 
 
 def compare_gradients(grads, numeric):
-    """The entries compared, and the largest |backward - numeric| (nan: inf); sizes must fit."""
+    """The entries compared, and the largest |slope - backward| (a nan as inf: max skips nan)."""
     errors = []
     for name, slopes in numeric.items():
-        pairs = zip(flatten(grads[name]), flatten(slopes), strict=True)
-        errors += [abs(s - a) for a, s in pairs]
+        pairs = zip(flatten(slopes), flatten(grads[name]), strict=True)
+        errors += [abs(slope - found) for slope, found in pairs]
     worst = max(math.inf if math.isnan(e) else e for e in errors)
     return {"parameters_checked": len(errors), "max_abs_error": worst}
 
@@ -138,8 +138,8 @@ def gradient_error(p, x, y):
 
 
 def small_copy_check(vocab, ids):
-    """The small copy's gradient check on a tuple of IDs: made once per run, and shared."""
-    key = (vocab, ids, model)
+    """gradient_error()'s check of the small copy, with its count: made once per run, shared."""
+    key = (vocab, ids, model)           # model: a test may run another model.py
     if key not in CHECKED:
         p = model.init_params(vocab, **TINY)
         x, y = list(ids[:-1]), list(ids[1:])
@@ -179,12 +179,6 @@ AFTER_A_CHANGE = """\
 A function you wrote, a break-it or a slip moved them? python3 -m unittest -v
 test_model.py names the function; python3 tools/exercise.py --restore undoes it, if kept.
 Corpus edited? tools/README.md. Math changed on purpose? python3 trace_block.py --write"""
-QUESTION = """\
-The order experiment: "{a}" and "{b}"
-hold the same tokens in another order. Before you look, predict: at which positions do
-their scores differ without position embeddings, and does the last position differ with
-them?
-Then look: python3 trace_block.py --show"""
 
 
 def to_json(figures):
@@ -251,16 +245,16 @@ def differences(old, new):
             for key in {**old, **new} if old.get(key) != new.get(key)]
 
 
-def figures_in(trace, where=""):
+def figures_in(figures, where=""):
     """(where, the figure as JSON) for every number and string of a trace."""
-    if isinstance(trace, dict):
-        for key, value in trace.items():
+    if isinstance(figures, dict):
+        for key, value in figures.items():
             yield from figures_in(value, f"{where}.{key}" if where else key)
-    elif isinstance(trace, list):
-        for n, value in enumerate(trace):
+    elif isinstance(figures, list):
+        for n, value in enumerate(figures):
             yield from figures_in(value, f"{where}[{n}]")
     else:
-        yield where, json.dumps(trace, ensure_ascii=False)
+        yield where, json.dumps(figures, ensure_ascii=False)
 
 
 ################ Pictures (python3 trace_block.py --show)
@@ -361,6 +355,12 @@ def attention_caption(weights):
 
 ################ Command line
 
+QUESTION = """\
+The order experiment: "{a}" and "{b}"
+hold the same tokens in another order. Before you look, predict: at which positions do
+their scores differ without position embeddings, and does the last position differ with
+them?
+Then look: python3 trace_block.py --show"""
 FLAGS = {"--show": "draw the order experiment and the attention weights",
          "--json": "print the whole trace, as block-trace.json holds it",
          "--check": "exit 1 if block-trace.json differs from a fresh trace, naming each "
