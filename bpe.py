@@ -65,13 +65,13 @@ def best_pair(counts):
 def merge(ids, pair, new_id):
     """Replace every occurrence of pair in ids by new_id, scanning left to right.
 
-    >>> merge([1, 2, 3, 1, 2], (1, 2), 4), merge([0, 0, 0], [0, 0], 4)   # "aaa": one is left
+    >>> merge([1, 2, 3, 1, 2], (1, 2), 4), merge([0, 0, 0], (0, 0), 4)   # "aaa": one is left
     ([4, 3, 4], [4, 0])
     """
     out = []
     i = 0
     while i < len(ids):
-        if i + 1 < len(ids) and ids[i] == pair[0] and ids[i + 1] == pair[1]:   # a list works too
+        if i + 1 < len(ids) and ids[i] == pair[0] and ids[i + 1] == pair[1]:
             out.append(new_id)
             i += 2
         else:
@@ -85,27 +85,27 @@ def start_training(text, pattern=PATTERN):
     vocab = sorted(set(text))
     char_id = {char: i for i, char in enumerate(vocab)}
     chunk_counts = collections.Counter(split_chunks(text, pattern))   # in first-seen order
-    words = [[char_id[char] for char in chunk] for chunk in chunk_counts]
-    return vocab, words, list(chunk_counts.values())
+    chunks = [[char_id[char] for char in chunk] for chunk in chunk_counts]
+    return vocab, chunks, list(chunk_counts.values())
 
 
 def learn_merges(text, vocab_size, pattern=PATTERN):
-    """Train BPE, counting every pair again after each merge: vocab, merges (id pairs), counts.
+    """Train BPE, counting every pair again after each merge: vocab, merges, each merge's count.
 
     >>> learn_merges("aaabdaaabac", 7)
     (['a', 'b', 'c', 'd', 'aa', 'ab', 'aaab'], [(0, 0), (0, 1), (4, 5)], [4, 2, 2])
     """
     check_size(text, vocab_size)
-    vocab, words, weights = start_training(text, pattern)
+    vocab, chunks, chunk_counts = start_training(text, pattern)
     merges = []
     counts = []
     while len(vocab) < vocab_size:
         pair_counts = {}
-        for ids, weight in zip(words, weights):
-            count_pairs(ids, pair_counts, weight)
+        for ids, chunk_count in zip(chunks, chunk_counts):
+            count_pairs(ids, pair_counts, chunk_count)
         check_counts(pair_counts, vocab_size)
         pair = best_pair(pair_counts)
-        words = [merge(ids, pair, len(vocab)) for ids in words]     # the new token's id
+        chunks = [merge(ids, pair, len(vocab)) for ids in chunks]   # the new token's ID
         vocab.append(vocab[pair[0]] + vocab[pair[1]])
         merges.append(pair)
         counts.append(pair_counts[pair])
@@ -115,7 +115,7 @@ def learn_merges(text, vocab_size, pattern=PATTERN):
 ################ The tokenizer
 
 class Tokenizer:
-    """A trained BPE tokenizer: token strings (index = id), merges in rank order, chunk pattern."""
+    """A trained BPE tokenizer: token strings (index = ID), merges in the order learned."""
 
     def __init__(self, vocab, merges, pattern=PATTERN):
         check_merges(vocab, merges)
@@ -137,7 +137,7 @@ class Tokenizer:
         return cls(vocab, [(vocab[left], vocab[right]) for left, right in merges], pattern)
 
     def encode(self, text):
-        """Token ids of text: cut it into chunks, then apply the merges to each, in rank order."""
+        """Token IDs of text: cut it into chunks, then apply the merges to each in learned order."""
         check_text(text, self._ids)
         ids = []
         for chunk in split_chunks(text, self.pattern):
@@ -152,7 +152,7 @@ class Tokenizer:
         return [self.vocab[i] for i in self.encode(text)]
 
     def decode(self, ids):
-        """The text of a list of token ids: their token strings joined."""
+        """The text of a list of token IDs: their token strings joined."""
         ids = list(ids)     # an iterator or a generator is read once, not used up by the check
         check_ids(ids, len(self.vocab))
         return "".join(self.vocab[i] for i in ids)
@@ -176,7 +176,7 @@ class Tokenizer:
             raise FileProblem(f"{path} is not a tokenizer that bpe.py writes ({error})") from None
 
 
-################ Files and the command line
+################ Files and the command line (trace_block.py uses these too)
 
 class FileProblem(ValueError):
     """A file of the lab's that cannot be used, or a text that cannot train: one line says why."""
@@ -238,6 +238,13 @@ def read_corpus(path=None):
     return text
 
 
+def write():
+    """Train on corpus.txt and write tokenizer.json; return 0."""
+    write_texts({TOKENIZER_PATH: Tokenizer.train(read_corpus(), VOCAB_SIZE).to_json()})
+    print(f"wrote {TOKENIZER_PATH}: {VOCAB_SIZE} tokens")
+    return 0
+
+
 def check():
     """Print whether tokenizer.json is what corpus.txt trains to, or its first line that is not."""
     found = read_text(TOKENIZER_PATH).splitlines(keepends=True) + ["(the end)"]
@@ -286,13 +293,6 @@ def main(argv=None):
                       "saying what differs, if tokenizer.json is not what corpus.txt trains to")
     parser.set_defaults(run=demo)
     return run_reporting_problems(parser.parse_args(argv).run)
-
-
-def write():
-    """Train on corpus.txt and write tokenizer.json; return 0."""
-    write_texts({TOKENIZER_PATH: Tokenizer.train(read_corpus(), VOCAB_SIZE).to_json()})
-    print(f"wrote {TOKENIZER_PATH}: {VOCAB_SIZE} tokens")
-    return 0
 
 
 def run_reporting_problems(action, errors="backslashreplace"):
