@@ -137,7 +137,7 @@ class Tokenizer:
         return cls(vocab, [(vocab[left], vocab[right]) for left, right in merges], pattern)
 
     def encode(self, text):
-        """Token IDs of text: cut it into chunks, then apply the merges to each in learned order."""
+        """Token IDs of text: cut it into chunks, then apply the merges to each, in order."""
         check_text(text, self._ids)
         ids = []
         for chunk in split_chunks(text, self.pattern):

@@ -330,7 +330,7 @@ def backward(p, cache, d_logits):
     # 2. in the forward pass: h1 = LN1(x0), a = Attention(h1), then x1 = x0 + a
     d_a = d_x1                          # x1 = x0 + a: a gets d_x1 as it is
     att_grads, d_h1 = attention_backward(p, cache["att"], d_a)
-    grads.update(att_grads)                     # Wq, Wk, Wv, Wo
+    grads.update(att_grads)
     d_x0_att, grads["ln1_g"], grads["ln1_b"] = layernorm_backward(d_h1, p["ln1_g"], cache["ln1"])
     d_x0 = add(d_x1, d_x0_att)          # skip path: straight along it, plus through attention
     # 1. in the forward pass: x0 = tok_emb[ids] + pos_emb[0:T]. pos_emb's rows past T
