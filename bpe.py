@@ -115,7 +115,7 @@ def learn_merges(text, vocab_size, pattern=PATTERN):
 ################ The tokenizer
 
 class Tokenizer:
-    """A trained BPE tokenizer: token strings (index = ID), merges in the order learned."""
+    """A trained BPE tokenizer: token strings (index = ID), merges in learned order, the pattern."""
 
     def __init__(self, vocab, merges, pattern=PATTERN):
         check_merges(vocab, merges)
