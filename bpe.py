@@ -115,7 +115,7 @@ def learn_merges(text, vocab_size, pattern=PATTERN):
 ################ The tokenizer
 
 class Tokenizer:
-    """A trained BPE tokenizer: token strings (index = ID), merges in learned order, the pattern."""
+    """A trained BPE tokenizer: token strings (index = ID), merges in learned order, pattern."""
 
     def __init__(self, vocab, merges, pattern=PATTERN):
         check_merges(vocab, merges)
