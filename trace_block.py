@@ -409,7 +409,7 @@ def run(args):
     return 0
 
 
-################ Input checks
+################ Input checks (you can skip this section)
 
 def check_sentences(tok):
     """tok, if it encodes the trace's sentences to lengths the trace can use."""
