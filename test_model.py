@@ -102,7 +102,7 @@ class Mechanism(unittest.TestCase):
         for name, found, tensor in (("d_x", d_x, x), ("d_g", d_g, g), ("d_b", d_b, b)):
             slopes = trace_block.central_differences(loss, tensor)
             pairs = zip(flat(found), flat(slopes))
-            worst = max(abs(found - slope) for found, slope in pairs)
+            worst = max(abs(got - slope) for got, slope in pairs)
             if not worst < 1e-8:
                 which = diagnosis("layernorm_forward", "layernorm_backward")
                 self.fail(f"{which}\n\nlayernorm_backward's {name} is up to "

@@ -122,7 +122,7 @@ def backward_gradients(p, x, y, use_positions=True):
 
 
 def compare_gradients(grads, numeric):
-    """The entries compared, and the largest |slope - backward| (a nan as inf: max skips nan)."""
+    """Entries compared and the largest |slope - backward|, a nan as inf (max() may skip nan)."""
     errors = []
     for name, slopes in numeric.items():
         pairs = zip(flatten(slopes), flatten(grads[name]), strict=True)
