@@ -457,9 +457,10 @@ CHECKS = {"init_params": lambda module: against_reference(module, "init_params")
 
 def first_wrong(module=model, names=None):
     """The first of names (all, by default) whose check fails, in one line that starts with
-    the function's name (or the def or file at fault), or None. A function that raises on good inputs fails, with its
-    message; one still blank (tools/exercise.py) only when nothing written is wrong, the
-    first in the lesson's order; when none fails, rounded_otherwise()."""
+    the function's name (or the def or file at fault), or None. A function that raises on
+    good inputs fails, with its message; one still blank (tools/exercise.py) only when
+    nothing written is wrong, the first in the lesson's order; when none fails,
+    rounded_otherwise()."""
     blanks = []
     for name in names or CHECKS:
         try:
