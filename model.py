@@ -27,7 +27,7 @@ PARAMETERS = {"tok_emb": "V d", "pos_emb": "P d", "ln1_g": "d", "ln1_b": "d",
 ################ List helpers
 
 def shape(nested_list, what="the matrix"):
-    """The shape of a vector or a matrix (rows of one length), as a tuple; a non-list is refused.
+    """The shape of a vector or a matrix (rows of one length) as a tuple; lists or tuples only.
 
     >>> shape([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), shape([0.5, 0.25])
     ((2, 3), (2,))

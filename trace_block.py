@@ -93,7 +93,8 @@ def build(tok, cfg):
 def central_differences(f, tensor, step=STEP):
     """(f() at entry + step - f() at entry - step) / (2·step), for each entry of tensor (a
     vector or a matrix, nudged in place and put back): f's slopes, in tensor's shape."""
-    rows = tensor if isinstance(tensor[0], list) else [tensor]      # a vector: one row
+    matrix = isinstance(tensor[0], list)
+    rows = tensor if matrix else [tensor]      # a vector: one row
     slopes = []
     for row in rows:
         slope_row = []
@@ -105,7 +106,7 @@ def central_differences(f, tensor, step=STEP):
             row[j] = kept
             slope_row.append((up - down) / (2 * step))
         slopes.append(slope_row)
-    return slopes if isinstance(tensor[0], list) else slopes[0]
+    return slopes if matrix else slopes[0]
 
 
 def numeric_gradients(p, x, y):

@@ -198,7 +198,8 @@ def main(argv=None):
                                      epilog="functions: " + ", ".join(FORMULAS))
     parser.add_argument("name", nargs="?", help="a lesson function to blank (or to --restore)")
     flags = parser.add_mutually_exclusive_group()
-    flags.add_argument("--restore", action="store_true", help="put NAME's original back; with no NAME, the kept model.py")
+    flags.add_argument("--restore", action="store_true",
+                       help="put NAME's original back; with no NAME, the kept model.py")
     flags.add_argument("--keep", action="store_true", help="keep model.py as it is now")
     args = parser.parse_args(argv)
     if args.keep and args.name:
