@@ -535,20 +535,20 @@ def model_frames(error):
 def raised(error):
     """The error in one line, with the line of the last lesson function in model.py that it
     went through, if it went through one, or of code within it (not a helper of model.py that
-    it called), and the step its "# N." comment heads: "IndexError: list index out of range
-    (model.py line N, in forward step 4)"."""
+    it called), and the step the function's own line is under (its "# N." comment; a def
+    within it: where it was called): "IndexError: ... (model.py line N, in forward step 4)"."""
     said = f"{type(error).__name__}: {error}"
     if isinstance(error, FileNotFoundError):        # a lab file: the command that makes it
         said += bpe.REMAKE.get(Path(error.filename or "").name, "")
     frames = model_frames(error)
     lesson = [n for n, f in enumerate(frames) if f.name in LESSON]
     if lesson:
-        line = frames[lesson[-1]]
+        own = line = frames[lesson[-1]]
         for inner in frames[lesson[-1] + 1:]:
             if hasattr(model, inner.name):      # a helper, not a comprehension or def within
                 break
             line = inner
-        said += f" (model.py line {line.lineno}, in {frames[lesson[-1]].name}{step(line)})"
+        said += f" (model.py line {line.lineno}, in {own.name}{step(own)})"
     return said
 
 

@@ -338,11 +338,14 @@ class LearnerMistakes(unittest.TestCase):
 
     def test_an_error_is_given_with_the_line_of_model_py_that_raised_it(self):
         """The lesson function's line that called a helper which raised (not the helper's), or
-        a line of a def within the function, and the step it is under ("# 2." or "# 2 and 1.")."""
-        old = "centred = [x_j - mean for x_j in row]"
-        for new, raising in (("centred = matmul([row], [[1.0]])", "centred = matmul"), (
-                "def shifted():\n            return [row[j] - mean for j in range(d + 1)]\n"
-                "        centred = shifted()", "return [row[j]")):
+        a line of a def within the function, and the step of the function's own line ("# 2."
+        or "# 2 and 1."): for a def, the step that called it, wherever it stands."""
+        step_1 = "        # 1. centre\n        mean = fsum(row) / d\n        centred = "
+        old = step_1 + "[x_j - mean for x_j in row]"
+        shifted = ("        def shifted():     # above step 1's comment, called under it\n"
+                   "            return [row[j] - mean for j in range(d + 1)]\n")
+        for new, raising in ((step_1 + "matmul([row], [[1.0]])", "centred = matmul"),
+                             (shifted + step_1 + "shifted()", "return [row[j]")):
             with self.subTest(raising=raising):
                 source = SOURCE.replace(old, new)
                 line = source[:source.index(raising)].count("\n") + 1
