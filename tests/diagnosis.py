@@ -280,6 +280,10 @@ def check_attention_forward(module):
     missing = lacking("attention_forward", cache)
     if missing:
         return missing
+    broken = [t for t, row in enumerate(out) if not all(map(math.isfinite, row))]
+    if broken:      # nan is unequal to itself: it would read as a position seeing a later one
+        return (f"attention_forward: out[{broken[0]}] holds inf or nan: a row of scores all "
+                f"-inf weighs nothing (does the mask hide position i from itself?)")
     later, _ = module.attention_forward(p, x[:-1] + [[v + 1.0 for v in x[-1]]])
     seen = [t for t in range(len(x) - 1) if out[t] != later[t]]
     if seen:

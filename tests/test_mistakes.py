@@ -134,6 +134,11 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
     ("attention_forward", "a mask that sees one ahead", (MASK, "if j <= i + 1 else -math.inf")),
     ("attention_forward", "a mask reversed", (MASK, "if j >= i else -math.inf")),
     ("attention_forward", "a mask that hides the diagonal too", (MASK, "if j < i else -math.inf")),
+    ("attention_forward: out[0] holds inf or nan", "the diagonal hidden, softmax written out",
+     [(MASK, "if j < i else -math.inf"),
+      ("    weights = softmax(scores)  ",
+       "    weights = [[exp(z - max(r)) / fsum(exp(y - max(r)) for y in r) for z in r]\n"
+       "               for r in scores]")]),
     ("attention_forward", "mixed left out of the cache", (',\n                 "mixed": mixed}', "}")),
     ("attention_forward step 1", "Wk for Wq", ('q = matmul(x, p["Wq"])', 'q = matmul(x, p["Wk"])')),
     ("attention_forward: its cache's q", "q and k swapped in the cache",
