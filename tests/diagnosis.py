@@ -496,7 +496,9 @@ OTHERWISE = {   # steps that round otherwise than the lesson's formula, as learn
     "layernorm_backward": "d_x's three terms added with - for one math.fsum",
     "softmax": "exp(z) for exp(z - max), e * (1 / total) for e / total",
     "softmax_backward": "w · d_w - w · average for w · (d_w - average)",
-    "attention_backward": "d_x's three parts added with + for one add()",
+    "attention_backward": "d_x's three parts added with + for one add(), or all their products "
+                          "in one math.fsum",
+    "forward": "a bias added within its dot product's math.fsum, for after it",
     "loss_and_dlogits": "top + log(total) - z added with + and -, or -log(e / total), for one "
                         "math.fsum of top, log(total) and -z",
     "backward": "a token's rows of d_x0 added one by one for one column sum"}
@@ -509,7 +511,7 @@ def rounded_otherwise(module, names):
     for name, expected in [(n, e) for n, e in reference().items() if n in names]:
         found = outputs(module, name)
         for key in [key for key in expected if key in found]:
-            moved = apart(found[key], expected[key], key, operator.eq, "rounded once it is")
+            moved = apart(found[key], expected[key], key, operator.eq, "the reference is")
             if moved:
                 return f"{name}: {moved}: {not_rounded_once(name)}"
     return None
@@ -518,7 +520,7 @@ def rounded_otherwise(module, names):
 def not_rounded_once(name):
     """What moves the last bit of name's numbers, in words."""
     said = ("a sum is not rounded once (use math.fsum), or a step is done otherwise than the "
-            "lesson's formula")
+            "lesson's formula, which the lab holds to the last bit")
     if name in OTHERWISE:
         said += f" ({OTHERWISE[name]})"
     return said

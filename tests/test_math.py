@@ -64,7 +64,7 @@ class ExactSumTests(unittest.TestCase):
         if not isinstance(want, tuple):
             got, want = (got,), (want,)
         for name, found, rounded_once in zip(where.split(), got, want):
-            moved = apart(found, rounded_once, name, eq, "rounded once it is")
+            moved = apart(found, rounded_once, name, eq, "its steps with math.fsum give")
             if moved:
                 self.fail(f"{function}: {diagnosis.not_rounded_once(function)}: {moved}")
 
@@ -305,8 +305,10 @@ class GradientTests(unittest.TestCase):
         """Every forward's outputs on the diagnosis's inputs, as tools/record_reference.py
         writes them on every Python: each output recorded, its numbers by value (a learner's
         0 or -0.0 for 0.0 is no change, nor a cache entry the diagnosis does not need left
-        out)."""
-        text = diagnosis.recorded()
+        out). While tools/exercise.py keeps the original model.py, that one."""
+        from tests.test_mistakes import SOURCE, module_of
+        original = module_of(SOURCE)        # a learner's rewrite: test_model.py's to judge
+        text = diagnosis.recorded(original)
         if text != diagnosis.REFERENCE.read_text(encoding="utf-8"):
             stored = diagnosis.reference()
             unrecorded = [f"{name}'s {key}" for name, found in json.loads(text).items()
@@ -314,7 +316,7 @@ class GradientTests(unittest.TestCase):
             if unrecorded:      # an output the diagnosis reads since: it would go unchecked
                 self.fail(f"tests/reference.json records no {unrecorded[0]}: python3 "
                           f"tools/record_reference.py")
-            moved = diagnosis.first_wrong(model)      # a moved bit: rounded_otherwise()
+            moved = diagnosis.first_wrong(original)     # a moved bit: rounded_otherwise()
             if moved:
                 self.fail(f"{moved} (model.py's math changed on purpose, by a maintainer? "
                           f"then python3 tools/record_reference.py)")
