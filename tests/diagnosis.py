@@ -251,7 +251,7 @@ def check_layernorm_forward(module):
                     f"subtract the row's own mean, over its d values")
         if abs(variance - 1) > 1e-4:
             return (f"layernorm_forward step 2: row {t} of xhat has variance {variance:.4g}, "
-                    f"not about 1: divide by √(variance + EPS), the variance over d")
+                    f"not about 1: divide by √(variance + EPS), the variance of x - mean over d")
         moved = apart(row, [xh * g_j + b_j for xh, g_j, b_j in zip(xhat_t, g, b)], f"y[{t}]",
                       near_reference, "xhat · g + b gives")
         if moved:
@@ -495,7 +495,8 @@ OTHERWISE = {   # steps that round otherwise than the lesson's formula, as learn
     "layernorm_forward": "x * (1 / s) for x / s, a variance other than fsum((x - mean)²) / d",
     "layernorm_backward": "d_x's three terms added with - for one math.fsum",
     "softmax": "exp(z) for exp(z - max), e * (1 / total) for e / total",
-    "softmax_backward": "w · d_w - w · average for w · (d_w - average)",
+    "softmax_backward": "w · d_w - w · average, or the full Jacobian's Σ_k d_w_k · w_k · "
+                        "(δ_kj - w_j), for w · (d_w - average)",
     "attention_backward": "d_x's three parts added with + for one add(), or all their products "
                           "in one math.fsum",
     "forward": "a bias added within its dot product's math.fsum, for after it",

@@ -56,8 +56,9 @@ class ExactSumTests(unittest.TestCase):
             self.the_loss()
             self.the_embeddings_gradient()
         except (OverflowError, ValueError, ZeroDivisionError) as error:   # a softmax unshifted?
-            self.fail(f"{raised(error)}, on inputs as large as 2**52 (is each row of scores "
-                      f"shifted by its own maximum?)")
+            why = (f"{raised(error)}, on inputs as large as 2**52 (is each row of scores "
+                   f"shifted by its own maximum?)")
+            raise self.failureException(why) from None
 
     def assert_rounded_once(self, function, got, want, where="out"):
         """got as want has it: one output, or a tuple of outputs, each named in where."""
@@ -216,11 +217,13 @@ class LargeScoreTests(unittest.TestCase):
         try:
             return getattr(model, function)(*args)
         except (OverflowError, ValueError, ZeroDivisionError) as error:   # exp overflowed or 0
-            self.fail(f"{function} fails on scores in the thousands, {raised(error)}: "
-                      f"{LARGE_SCORES[function]}")
+            why = (f"{function} fails on scores in the thousands, {raised(error)}: "
+                   f"{LARGE_SCORES[function]}")
+            raise self.failureException(why) from None
 
     def test_softmax_with_scores_in_the_thousands(self):
-        scores = [[1000.0, 20000.0, -math.inf], [-5000.0, 3000.0, 2990.0]]
+        scores = [[1000.0, 20000.0, -math.inf], [-5000.0, 3000.0, 2990.0],
+                  [-3000.0, -3001.0, -3002.0]]        # exp(-3000) is 0.0: the shift is no 0
         weights = self.on_large_scores("softmax", [list(row) for row in scores])
         for row, w in zip(scores, weights):
             e = [math.exp(z - max(row)) for z in row]
@@ -228,11 +231,13 @@ class LargeScoreTests(unittest.TestCase):
                 self.assertAlmostEqual(found, want, places=15, msg=f"softmax: {row} gives {w}")
 
     def test_the_loss_with_scores_in_the_thousands(self):
-        logits = [[1000.0, 1001.0, 1002.0], [-5000.0, 3000.0, 2990.0]]   # exp(-8000) is 0.0
-        loss, d_logits = self.on_large_scores("loss_and_dlogits", logits, [0, 0])
-        want = [2.0 + math.log(1 + math.exp(-1) + math.exp(-2)), 8000.0 + math.log1p(math.exp(-10))]
-        self.assertAlmostEqual(loss, (want[0] + want[1]) / 2, places=9)
-        self.assertAlmostEqual(d_logits[1][1], 1 / (1 + math.exp(-10)) / 2, places=15)
+        logits = [[1000.0, 1001.0, 1002.0], [-5000.0, 3000.0, 2990.0],   # exp(-8000) is 0.0
+                  [-3000.0, -3001.0, -3002.0]]        # exp(-3000) too: the shift is no 0
+        loss, d_logits = self.on_large_scores("loss_and_dlogits", logits, [0, 0, 0])
+        spread = math.log(1 + math.exp(-1) + math.exp(-2))
+        want = [2.0 + spread, 8000.0 + math.log1p(math.exp(-10)), spread]
+        self.assertAlmostEqual(loss, math.fsum(want) / 3, places=9)
+        self.assertAlmostEqual(d_logits[1][1], 1 / (1 + math.exp(-10)) / 3, places=15)
 
 
 class GradientTests(unittest.TestCase):

@@ -240,6 +240,11 @@ CAUGHT_BY_THE_LAB = [   # (the mistake, its edit, the lab's tests that catch it,
      "softmax: a sum is not rounded once (use math.fsum), or a step is done otherwise than "
      "the lesson's formula, which the lab holds to the last bit (exp(z) for exp(z - max), "
      "e * (1 / total) for e / total)"),
+    ("softmax's maximum started at 0", ("top = max(row)\n" + SHIFTED + "        weights",
+                                        "top = max(0.0, *row)\n" + SHIFTED + "        weights"),
+     LARGE, "softmax fails on scores in the thousands, ZeroDivisionError"),
+    ("the loss's maximum started at 0", ("top = max(row)  ", "top = max(0.0, *row)  "), LARGE,
+     "loss_and_dlogits fails on scores in the thousands, ValueError"),
     ("the loss without the shift",
      (SHIFTED + "        # -log", SHIFTED.replace(" - top", "") + "        # -log"), LARGE,
      "loss_and_dlogits fails on scores in the thousands"),
@@ -262,7 +267,7 @@ CAUGHT_BY_THE_LAB = [   # (the mistake, its edit, the lab's tests that catch it,
      ("[w_j * (d_w_j - average) for", "[w_j * d_w_j - w_j * average for"), EXACT_SUMS,
      "softmax_backward: a sum is not rounded once (use math.fsum), or a step is done "
      "otherwise than the lesson's formula, which the lab holds to the last bit (w · d_w - "
-     "w · average for w · (d_w - average))"),
+     "w · average, or the full Jacobian's"),
     ("attention_backward adding d_x's three parts with +",
      ('d_x = add(matmul(d_q, transpose(p["Wq"])), matmul(d_k, transpose(p["Wk"])),\n'
       '              matmul(d_v, transpose(p["Wv"])))',
