@@ -135,7 +135,7 @@ def kept(cache, keys):
 
 
 def recorded(module=model):
-    """reference.json's text: every forward's outputs, one per line."""
+    """reference.json's text: every forward's outputs and backward's gradients, one per line."""
     parts = []
     for name in ("init_params", "layernorm_forward", "softmax", "attention_forward", "forward",
                  "loss_and_dlogits", "backward"):

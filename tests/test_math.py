@@ -307,10 +307,11 @@ class GradientTests(unittest.TestCase):
             self.assertEqual(repr(model.matmul(a, right)), repr(plain))
 
     def test_reference_json_holds_what_model_py_computes_to_the_bit(self):
-        """Every forward's outputs on the diagnosis's inputs, as tools/record_reference.py
-        writes them on every Python: each output recorded, its numbers by value (a learner's
-        0 or -0.0 for 0.0 is no change, nor a cache entry the diagnosis does not need left
-        out). While tools/exercise.py keeps the original model.py, that one."""
+        """Every forward's outputs on the diagnosis's inputs, and backward's gradients, as
+        tools/record_reference.py writes them on every Python: each output recorded, its
+        numbers by value (a learner's 0 or -0.0 for 0.0 is no change, nor a cache entry the
+        diagnosis does not need left out). While tools/exercise.py keeps the original model.py,
+        that one."""
         from tests.test_mistakes import SOURCE, module_of
         original = module_of(SOURCE)        # a learner's rewrite: test_model.py's to judge
         text = diagnosis.recorded(original)
@@ -322,7 +323,9 @@ class GradientTests(unittest.TestCase):
                 self.fail(f"tests/reference.json records no {unrecorded[0]}: python3 "
                           f"tools/record_reference.py")
             moved = diagnosis.first_wrong(original)     # a moved bit: rounded_otherwise()
-            if moved:
+            if not moved and json.loads(text)["backward"] != stored["backward"]:
+                moved = "backward: its gradients differ from reference.json's in the last bit"
+            if moved:       # (rounded_otherwise reads backward's only where it has own steps)
                 self.fail(f"{moved} (model.py's math changed on purpose, by a maintainer? "
                           f"then python3 tools/record_reference.py)")
 

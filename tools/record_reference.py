@@ -1,6 +1,6 @@
 """Write tests/reference.json: what each forward of model.py computes on the inputs of
-tests/diagnosis.py, which holds a learner's functions to these numbers. Only a change to
-model.py's math moves them; after one, and after python3 trace_block.py --write, run:
+tests/diagnosis.py, and backward's gradients, which it holds a learner's functions to. Only a
+change to model.py's math moves them; after one, and after python3 trace_block.py --write, run:
 python3 tools/record_reference.py (it writes nothing while block-trace.json is out of date)
 """
 import argparse
