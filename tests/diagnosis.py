@@ -71,7 +71,9 @@ def case(name):
         return p, matrix(5, 4), matrix(5, 4)
     if name == "linear":
         return matrix(3, 4), matrix(4, 2), matrix(1, 2)[0], matrix(3, 2)
-    return matrix(3, 6, scale=2.0), [2, 5, 2]                # the loss's logits and targets
+    logits = matrix(3, 6, scale=2.0)                        # the loss's logits and targets,
+    logits[0][4] = logits[0][2]                             # one of them tied with row 0's
+    return logits, [2, 5, 2]
 
 
 def outputs(module, name):
@@ -520,14 +522,16 @@ def first_wrong(module=model, names=None):
 OTHERWISE = {   # steps that round otherwise than the lesson's formula, as learners wrote them
     "layernorm_forward": "x * (1 / s) for x / s, a variance other than fsum((x - mean)²) / d",
     "layernorm_backward": "d_x's three terms added with - for one math.fsum",
-    "softmax": "exp(z) for exp(z - max), e * (1 / total) for e / total",
+    "softmax": "exp(z) for exp(z - max), e * (1 / total) for e / total; or a shift by another "
+               "score than the row's maximum",
     "softmax_backward": "w · d_w - w · average, or the full Jacobian's Σ_k d_w_k · w_k · "
-                        "(δ_kj - w_j), for w · (d_w - average)",
+                        "(δ_kj - w_j), for w · (d_w - average); or terms left out of the average",
     "attention_backward": "d_x's three parts added with + for one add(), or all their products "
                           "in one math.fsum",
     "forward": "a bias added within its dot product's math.fsum, for after it",
     "loss_and_dlogits": "top + log(total) - z added with + and -, or -log(e / total), for one "
-                        "math.fsum of top, log(total) and -z",
+                        "math.fsum of top, log(total) and -z; or a shift by another score than "
+                        "the row's maximum",
     "backward": "a token's rows of d_x0, or a linear step's terms, added one by one for one "
                 "math.fsum"}
 

@@ -181,6 +181,9 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
      [("e_j / (total * T)", "e_j / total"), ("d_row[target] -= 1.0 / T", "d_row[target] -= 1.0")]),
     ("loss_and_dlogits", "the loss summed", ("return fsum(losses) / T,", "return fsum(losses),")),
     ("loss_and_dlogits", "the one-hot left out", ("d_row[target] -= 1.0 / T", "pass")),
+    ("loss_and_dlogits", "the one-hot found by value, at a tie too",
+     ("d_row[target] -= 1.0 / T",
+      "d_row = [v - (z == row[target]) / T for v, z in zip(d_row, row)]")),
     ("loss_and_dlogits changed its input logits in place", "logits shifted in place",
      ("        e = [exp(z - top) for z in row]\n        total = fsum(e)\n        # -log",
       "        row[:] = [z - top for z in row]\n        top = 0.0\n"
@@ -239,7 +242,7 @@ CAUGHT_BY_THE_LAB = [   # (the mistake, its edit, the lab's tests that catch it,
       "weights.append([e_j * (1.0 / total) for e_j in e])"), EXACT_SUMS,
      "softmax: a sum is not rounded once (use math.fsum), or a step is done otherwise than "
      "the lesson's formula, which the lab holds to the last bit (exp(z) for exp(z - max), "
-     "e * (1 / total) for e / total)"),
+     "e * (1 / total) for e / total"),
     ("softmax's maximum started at 0", ("top = max(row)\n" + SHIFTED + "        weights",
                                         "top = max(0.0, *row)\n" + SHIFTED + "        weights"),
      LARGE, "softmax fails on scores in the thousands, ZeroDivisionError"),
@@ -394,8 +397,8 @@ class LearnerMistakes(unittest.TestCase):
         found = diagnosis.first_wrong(planted(
             (step_4, written_out.replace("matmul(transpose(x), d_y)", plain_sum))))
         if sys.version_info < (3, 12):
-            self.assertTrue(found and found.startswith("backward: W_out[") and "math.fsum" in found,
-                            found)
+            named = found and found.startswith("backward: W_out[") and "math.fsum" in found
+            self.assertTrue(named, found)
 
     def test_each_function_blanked_and_put_back_with_tools_exercise_py(self):
         """In a scratch folder, tools/exercise.py blanks each lesson function in turn: the
