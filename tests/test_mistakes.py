@@ -139,6 +139,11 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
       ("    weights = softmax(scores)  ",
        "    weights = [[exp(z - max(r)) / fsum(exp(y - max(r)) for y in r) for z in r]\n"
        "               for r in scores]")]),
+    ("attention_forward: it returns one dict", "a default cache={}, filled in each call",
+     [("def attention_forward(p, x):", "def attention_forward(p, x, cache={}):"),
+      ('    return out, {"x": x,', '    cache.update({"x": x,'),
+      ('\n                 "mixed": mixed}',
+       '\n                 "mixed": mixed})\n    return out, cache')]),
     ("attention_forward", "mixed left out of the cache", (',\n                 "mixed": mixed}', "}")),
     ("attention_forward step 1", "Wk for Wq", ('q = matmul(x, p["Wq"])', 'q = matmul(x, p["Wk"])')),
     ("attention_forward: its cache's q", "q and k swapped in the cache",
@@ -167,6 +172,10 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
     ("forward: its cache's 'ids' is the caller's list", "the caller's ids cached",
      ('"ids": list(ids)', '"ids": ids')),
     ("forward", "h1 left out of the cache", ('"h1": h1, ', "")),
+    ("forward: it returns one dict", "forward's default cache={}, filled in each call",
+     [('use_positions=True):\n    """(logits', 'use_positions=True, cache={}):\n    """(logits'),
+      ('    return logits, {"ids"', '    cache.update({"ids"'),
+      ('"lnf": lnf, "hf": hf}', '"lnf": lnf, "hf": hf})\n    return logits, cache')]),
     ("forward: its cache's h2", "h1 kept as h2", ('"h2": h2, ', '"h2": h1, ')),
     ("forward: its cache's 'att' is a list", "attention's output kept as its cache",
      ('"h1": h1, "att": att,', '"h1": h1, "att": a,')),
@@ -205,6 +214,10 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
     ("backward step 3's skip path", "LN2 given LN1's gain",
      ('(d_h2, p["ln2_g"]', '(d_h2, p["ln1_g"]')),
     ("backward step 4's d_x2", "LNF given LN2's gain", ('(d_hf, p["lnf_g"]', '(d_hf, p["ln2_g"]')),
+    ("backward: it returns one dict", "a default grads={}, filled in each call",
+     [("def backward(p, cache, d_logits):", "def backward(p, cache, d_logits, grads={}):"),
+      ("    grads = {}\n", ""),
+      ("return {name: grads[name] for name in PARAMETERS}", "return grads")]),
     ("backward step 1: pos_emb gets", "pos_emb's gradient without positions",
      ('if cache["use_positions"]:', "if True:")),
     ("init_params draws other numbers", "drawn column by column",
@@ -378,10 +391,12 @@ class LearnerMistakes(unittest.TestCase):
         self.assertEqual(counted(module, TWELVE), (0, 0))
 
     def test_correct_variants_pass_the_diagnosis(self):
-        """A relu of max(0, z), which gives int zeros, or z * (z > 0), which gives -0.0;
+        """A mask of -1e9 (the cache's scores, which only the diagnosis reads, hold it for -inf);
+        a relu of max(0, z), which gives int zeros, or z * (z > 0), which gives -0.0;
         softmax rows as tuples; backward's first linear step written out, which the exact-sum
         test cannot hand its traps, so it skips that part: there the diagnosis sees a sum() in
         that step by its last bits, before Python 3.12 (from 3.12, sum() rounds these right)."""
+        self.assertIsNone(diagnosis.first_wrong(planted((MASK, "if j <= i else -1e9"))))
         for relu in ("max(0, z)", "z * (z > 0)"):
             module = planted(("max(0.0, z) for z in row] for row in pre]",
                               f"{relu} for z in row] for row in pre]"),
