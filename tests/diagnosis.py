@@ -66,9 +66,9 @@ def case(name):
     if name == "softmax":
         scores = [row[:i + 1] + [-math.inf] * (3 - i) for i, row in enumerate(matrix(4, 4, 2.0))]
         return scores + [[-X1, 0.0, -X2, -math.inf]], matrix(5, 4)    # its total: a trap
-    if name == "attention":
-        p = {w: matrix(4, 4, scale=0.8) for w in ("Wq", "Wk", "Wv", "Wo")}
-        return p, matrix(5, 4), matrix(5, 4)
+    if name == "attention":     # d = 6: at d = 4 (the small copy's), d ** 1/2 is √d
+        p = {w: matrix(6, 6, scale=0.7) for w in ("Wq", "Wk", "Wv", "Wo")}
+        return p, matrix(5, 6), matrix(5, 6)
     if name == "linear":
         return matrix(3, 4), matrix(4, 2), matrix(1, 2)[0], matrix(3, 2)
     logits = matrix(3, 6, scale=2.0)                        # the loss's logits and targets,

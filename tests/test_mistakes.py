@@ -131,6 +131,8 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
      ("fsum(map(mul, w, d_w))", "fsum(d_w) / len(d_w)")),
     ("softmax_backward", "without the weight", ("[w_j * (d_w_j - average)", "[(d_w_j - average)")),
     ("attention_forward step 2", "no 1/√d", ("s / sqrt_d if j", "s if j")),
+    ("attention_forward step 2", "d ** 1/2 for √d",
+     ('p["Wo"])\n    sqrt_d = sqrt(len(x[0]))', 'p["Wo"])\n    sqrt_d = len(x[0]) ** 1/2')),
     ("attention_forward", "a mask that sees one ahead", (MASK, "if j <= i + 1 else -math.inf")),
     ("attention_forward", "a mask reversed", (MASK, "if j >= i else -math.inf")),
     ("attention_forward", "a mask that hides the diagonal too", (MASK, "if j < i else -math.inf")),
@@ -151,6 +153,8 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
     ("attention_backward steps 4 to 2", "1/√d in the forward pass only",
      [(f"e / sqrt_d for e in row] for row in matmul({m}", f"e for e in row] for row in matmul({m}")
       for m in ("d_scores, k", "transpose(d_sc")]),
+    ("attention_backward steps 4 to 2", "d ** 1/2 for √d in the backward pass",
+     ('d_out)\n    sqrt_d = sqrt(len(x[0]))', 'd_out)\n    sqrt_d = len(x[0]) ** 1/2')),
     ("attention_backward steps 5 and 4", "Wo untransposed",
      ('matmul(d_out, transpose(p["Wo"]))', 'matmul(d_out, p["Wo"])')),
     ("attention_backward step 1", "d_x without the values' part",
