@@ -206,16 +206,28 @@ def read_json(path):
 
 
 def write_texts(texts):
-    """Write each {path: text} in UTF-8, replacing no file until all are written in full."""
+    """Write each {path: text} in UTF-8: all of them in full, or none (the old files kept)."""
+    replaced = {}       # path -> its old bytes, or None where there was no file
     try:
         for path, text in texts.items():
             with open(f"{path}.tmp", "wb") as file:
                 file.write(text.encode("utf-8"))
         for path in texts:
-            os.replace(f"{path}.tmp", path)     # seldom fails: a folder in the file's place
+            old = None
+            if os.path.isfile(path):
+                with open(path, "rb") as file:
+                    old = file.read()
+            os.replace(f"{path}.tmp", path)     # fails on a folder, or a file locked on Windows
+            replaced[path] = old
     except OSError as error:
+        for done, old in replaced.items():      # put back the files replaced before it
+            if old is None:
+                os.remove(done)
+            else:
+                with open(done, "wb") as file:
+                    file.write(old)
         raise FileProblem(f"cannot write {path}: {error.strerror}; "
-                          f"the old file is unchanged") from None
+                          f"no file was changed") from None
     finally:
         for path in texts:
             if os.path.isfile(f"{path}.tmp"):   # left only by a write that failed

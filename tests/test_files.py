@@ -81,14 +81,16 @@ class FileTests(unittest.TestCase):
             with self.subTest(file=name), lab_copy() as folder, the_recorded_trace(), \
                     mock.patch.object(os, "replace", side_effect=denied):
                 self.assert_one_line(*run_main(main, "--write"), f"cannot write {folder / name}: "
-                                     f"Permission denied; the old file is unchanged")
+                                     f"Permission denied; no file was changed")
                 self.assertEqual((folder / name).read_bytes(), (LAB / name).read_bytes())
                 self.assertEqual(len(os.listdir(folder)), 3, "a temporary file was left")
-        with lab_copy() as folder:          # two files, the second cannot be opened: neither
-            with self.assertRaises(bpe.FileProblem):
-                bpe.write_texts({folder / "corpus.txt": "new\n", folder / "no" / "b.txt": "b"})
-            self.assertEqual(((folder / "corpus.txt").read_bytes(), len(os.listdir(folder))),
-                             (CORPUS, 3))
+        with lab_copy() as folder:          # two files, the second cannot be written: neither
+            (folder / "b").mkdir()          # a folder in its place: the first is put back
+            for second in (folder / "no" / "b.txt", folder / "b"):
+                with self.assertRaises(bpe.FileProblem):
+                    bpe.write_texts({folder / "corpus.txt": "new\n", second: "b"})
+                self.assertEqual(((folder / "corpus.txt").read_bytes(), len(os.listdir(folder))),
+                                 (CORPUS, 4))
 
     def test_a_damaged_tests_reference_json_is_named_not_a_lesson_function(self):
         with lab_copy() as folder:

@@ -470,7 +470,7 @@ def run(args):
         print(f"corpus.txt, tools/quotas.json and tokenizer.json are what "
               f"tools/make_corpus.py writes, with the lesson's IDs")
         return 0
-    bpe.write_texts(files)          # all three written in full before any is replaced
+    bpe.write_texts(files)          # all three, or (one cannot be written) none
     print(f"wrote corpus.txt ({len(text.splitlines())} stories, {len(filler.extra)} from "
           f"tools/stories.txt), tools/quotas.json and tokenizer.json, with the lesson's IDs")
     return 0
