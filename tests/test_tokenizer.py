@@ -111,6 +111,16 @@ class TheLabsTokenizerTests(unittest.TestCase):
                     self.assertEqual(code, 1)
                     self.assertIn(f"{name}; run: python3 tools/make_corpus.py", err)
                     self.assertEqual("belongs in tools/stories.txt" in err, b"kite" in added)
+            stored = json.loads((folder / "quotas.json").read_text("utf-8"))
+            stored["quotas"].update({"lead:mia": 95, "lead:leoo": 47})   # raised; misspelt
+            (folder / "quotas.json").write_text(json.dumps(stored), "utf-8")
+            read = tool.read_quotas         # its default path is tools/quotas.json
+            with mock.patch.object(tool, "read_quotas", lambda: read(tool.QUOTAS_PATH)):
+                code, out, err = run_main(tool.main, "--check")
+            self.assertIn("tools/quotas.json: lead:leoo: no steered word", out)
+            self.assertIn("corpus.txt, ", err)
+            self.assertIn("quotas.json; run: python3 tools/make_corpus.py\n", err)
+            self.assertNotIn("stories.txt", err)            # no story typed in
 
     def test_make_corpus_refuses_a_line_of_tools_that_it_cannot_use_and_names_it(self):
         tool = tool_module("make_corpus")
@@ -123,7 +133,9 @@ class TheLabsTokenizerTests(unittest.TestCase):
             (("== zoo 1", "== empty 1\n== zoo 1"), "plots.txt: the plot empty has no sentences"),
             (("@colour ", "@colour red | blue\n@colour "),
              "plots.txt line 28: a second word list for colour"),
-            (("hands-to hands-y", "hands-to hands-x"), "give's words are among gives-to, ")]
+            (("hands-to hands-y", "hands-to hands-x"), "give's words are among gives-to, "),
+            (("a shiny {c} {o}.", "a shiny {c} {o}"),
+             "plots.txt line 39: '{a} {has} a shiny {c} {o}': a sentence ends with a full stop")]
         cases = [(tool.read_plots, "plots.txt", plots.replace(*edit), said)
                  for edit, said in bad_plots]
         cases += [(tool.read_stories, "stories.txt", "Mia has a hat.\n",

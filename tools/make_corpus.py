@@ -119,6 +119,10 @@ def read_plots(path=PLOTS_PATH):
                 raise bpe.FileProblem(f"{where}: unknown fields {unknown}")
             if not all(ways):
                 raise bpe.FileProblem(f"{where}: an empty way of saying a sentence")
+            unended = [way for way in ways if not re.search(r"(\.'?|\{give:[\w:]+\})$", way)]
+            if unended:     # a give field ends with its own full stop
+                raise bpe.FileProblem(f"{where}: {unended[0]!r}: a sentence ends with a "
+                                      f"full stop")
             plots[-1][2].append(ways)
     missing = sorted({"lead", "callee", *FIELD_KINDS.values()} - set(kinds))
     if missing:
@@ -437,7 +441,12 @@ def run(args):
     """Do what the parsed command line asks; return the exit code."""
     filler = Filler(read_stories())     # a bad line: bpe.FileProblem, one line from main
     search = Search(filler)
-    quotas = filler.fit(read_quotas())
+    stored = read_quotas()
+    unknown = sorted(set(stored) - set(filler.names))   # a misspelt name, or a word dropped
+    if unknown:
+        print(f"tools/quotas.json: {', '.join(unknown)}: no steered word of tools/plots.txt "
+              f"has this name; left out")
+    quotas = filler.fit(stored)
     wrong = search.measure(quotas)[1]
     if wrong and not args.check:        # --check never searches: it names the stale files
         print(f"the stored quotas do not keep the lesson's IDs ({wrong}); searching")
@@ -462,8 +471,8 @@ def run(args):
         stale = [os.path.relpath(p, ROOT) for p, t in files.items() if bpe.read_text(p) != t]
         if stale:
             hint = ""
-            typed = set(bpe.read_text(bpe.CORPUS_PATH).splitlines()) - set(text.splitlines())
-            if typed - {""}:        # lines that no run writes
+            stories = [line for line in bpe.read_text(bpe.CORPUS_PATH).splitlines() if line]
+            if len(stories) > len(text.splitlines()):       # more than it writes
                 hint = " (a story typed into corpus.txt belongs in tools/stories.txt)"
             return bpe.report(f"make_corpus --check: not what tools/make_corpus.py writes: "
                               f"{', '.join(stale)}; run: python3 tools/make_corpus.py{hint}")
