@@ -38,7 +38,7 @@ CHECKED = {}                                    # small_copy_check's reports
 def trace(tok=None, story=None):
     """Every figure of block-trace.json, computed afresh, in the file's order: by default for
     the lab's tokenizer and the first story of corpus.txt (with its newline)."""
-    tok = load_tokenizer() if tok is None else check_sentences(tok)
+    tok = load_tokenizer() if tok is None else check_sentences(tok, "the tokenizer given")
     where = "the story"
     if story is None:                   # the first line of corpus.txt, with its newline
         where = "corpus.txt line 1, the first story,"
@@ -80,7 +80,7 @@ def load_tokenizer():
         tok = Tokenizer.load(TOKENIZER_FILE)
     except (FileNotFoundError, ValueError) as problem:     # missing, or not a tokenizer
         raise FileProblem(f"{problem}. Run: python3 bpe.py --write") from None
-    return check_sentences(tok)
+    return check_sentences(tok, TOKENIZER_FILE.name)
 
 
 def build(tok, cfg):
@@ -412,18 +412,24 @@ def run(args):
 
 ################ Input checks (you can skip this section)
 
-def check_sentences(tok):
-    """tok, if it encodes the trace's sentences to lengths the trace can use."""
+def check_sentences(tok, name):
+    """tok, if it encodes the trace's sentences to lengths the trace can use; name is what
+    the message calls it, and for tokenizer.json the message adds what to run."""
+    if not isinstance(tok, Tokenizer):
+        raise TypeError(f"trace(tok=...) takes a bpe.Tokenizer, not {type(tok).__name__}")
+    lab_file = name == TOKENIZER_FILE.name
     try:
         lengths = [len(tok.encode(s)) for s in (ORDER_A, ORDER_B, GRADIENT_SENTENCE)]
     except ValueError as error:
-        raise FileProblem(f"{TOKENIZER_FILE.name} cannot encode the trace's sentences: "
-                          f"{error}. Run: python3 bpe.py --write") from None
+        advice = ". Run: python3 bpe.py --write" if lab_file else ""
+        raise FileProblem(f"{name} cannot encode the trace's sentences: {error}"
+                          f"{advice}") from None
     most = TINY["max_len"] + 1      # the small copy reads its positions, plus one
     if lengths[0] != lengths[1] or lengths[2] > most:
-        raise FileProblem(f"{TOKENIZER_FILE.name} gives the order sentences {lengths[:2]} "
-                          f"tokens (equal needed), {GRADIENT_SENTENCE!r} {lengths[2]} ({most} "
-                          f"at most): does python3 tools/make_corpus.py --check pass?")
+        advice = ": does python3 tools/make_corpus.py --check pass?" if lab_file else ""
+        raise FileProblem(f"{name} gives the order sentences {lengths[:2]} tokens (equal "
+                          f"needed), {GRADIENT_SENTENCE!r} {lengths[2]} ({most} at most)"
+                          f"{advice}")
     return tok
 
 
