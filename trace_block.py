@@ -415,8 +415,6 @@ def run(args):
 def check_sentences(tok, name):
     """tok, if it encodes the trace's sentences to lengths the trace can use; name is what
     the message calls it, and for tokenizer.json the message adds what to run."""
-    if not isinstance(tok, Tokenizer):
-        raise TypeError(f"trace(tok=...) takes a bpe.Tokenizer, not {type(tok).__name__}")
     lab_file = name == TOKENIZER_FILE.name
     try:
         lengths = [len(tok.encode(s)) for s in (ORDER_A, ORDER_B, GRADIENT_SENTENCE)]
