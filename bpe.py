@@ -16,6 +16,7 @@ import json
 import os
 import re
 import sys
+from pathlib import Path
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS_PATH = os.path.join(HERE, "corpus.txt")
@@ -207,16 +208,12 @@ def read_json(path):
 
 def write_texts(texts):
     """Write each {path: text} in UTF-8: all of them in full, or none (the old files kept)."""
-    replaced = {}       # path -> its old bytes, or None where there was no file
+    replaced = {}       # path -> its bytes before, None where there was no file
     try:
         for path, text in texts.items():
-            with open(f"{path}.tmp", "wb") as file:
-                file.write(text.encode("utf-8"))
+            Path(f"{path}.tmp").write_bytes(text.encode("utf-8"))
         for path in texts:
-            old = None
-            if os.path.isfile(path):
-                with open(path, "rb") as file:
-                    old = file.read()
+            old = Path(path).read_bytes() if os.path.isfile(path) else None
             os.replace(f"{path}.tmp", path)     # fails on a folder, or a file locked on Windows
             replaced[path] = old
     except OSError as error:
@@ -224,10 +221,8 @@ def write_texts(texts):
             if old is None:
                 os.remove(done)
             else:
-                with open(done, "wb") as file:
-                    file.write(old)
-        raise FileProblem(f"cannot write {path}: {error.strerror}; "
-                          f"no file was changed") from None
+                Path(done).write_bytes(old)
+        raise FileProblem(f"cannot write {path}: {error.strerror}; no file was changed") from None
     finally:
         for path in texts:
             if os.path.isfile(f"{path}.tmp"):   # left only by a write that failed
@@ -260,16 +255,13 @@ def write():
 def check():
     """Print whether tokenizer.json is what corpus.txt trains to, or its first line that is not."""
     found = read_text(TOKENIZER_PATH).splitlines(keepends=True) + ["(the end)"]
-    tokenizer = Tokenizer.train(read_corpus(), VOCAB_SIZE)
-    trained = tokenizer.to_json().splitlines(keepends=True) + ["(the end)"]
-    name = os.path.basename(TOKENIZER_PATH)
-    for n, (line, fresh) in enumerate(zip(found, trained), 1):
+    trained = Tokenizer.train(read_corpus(), VOCAB_SIZE).to_json()
+    for n, (line, fresh) in enumerate(zip(found, trained.splitlines(True) + ["(the end)"]), 1):
         if line != fresh:
-            print(f"{name} is not what the corpus trains to: its line {n} is {line!r}, trained "
-                  f"now {fresh!r}; run: python3 bpe.py --write "
-                  f"(corpus.txt edited? tools/make_corpus.py)")
-            return 1
-    print(f"{name} is up to date: {VOCAB_SIZE} tokens, as the corpus trains to")
+            return report(f"tokenizer.json is not what the corpus trains to: its line {n} is "
+                          f"{line!r}, trained now {fresh!r}; run: python3 bpe.py --write "
+                          f"(corpus.txt edited? tools/make_corpus.py)")
+    print(f"tokenizer.json is up to date: {VOCAB_SIZE} tokens, as the corpus trains to")
     return 0
 
 
