@@ -25,6 +25,7 @@ import trace_block
 REFERENCE = Path(__file__).with_name("reference.json")
 TOLERANCE = 1e-6    # |backward - central difference|, relative to max(1, |central difference|)
 REPEATED = [7, 89, 46, 7, 85, 30, 89, 53, 4]    # token IDs; 7 and 89 repeat
+BACKWARD_IDS = [46, 7, 89, 7, 85, 89, 30, 53]   # x, y for backward: 7, 89 repeat, not at an end
 # exp(-X1) lies just below 2**-53 and exp(-X2) just above what it lacks: [1, exp(-X1),
 # exp(-X2)], a softmax's terms before dividing, make a trap like [1, 2**-53, 2**-106].
 X1 = 53 * math.log(2) + 1e-10
@@ -104,7 +105,7 @@ def gradients(module):
     """backward's gradients of the small copy, in the order made. Central differences judge
     them; only their last bits are read from reference.json, where backward calls the layers'
     backwards otherwise than model.py does: the exact-sum test cannot hand its sums traps."""
-    p, x, y = tiny(module), REPEATED[:-2], REPEATED[1:-1]
+    p, x, y = tiny(module), BACKWARD_IDS[:-1], BACKWARD_IDS[1:]
     logits, cache = module.forward(p, x)
     grads = module.backward(p, cache, module.loss_and_dlogits(logits, y)[1])
     return {n: grads[n] for names, _ in BACKWARD_STEPS for n in names.split()}
@@ -456,7 +457,7 @@ def off_along(f, gradient, tensor, rng):
 def check_backward(module):
     """The small copy's gradients in backward order, each along a random direction, the
     first off then entry by entry; where both embeddings' are off, step 2's skip path is."""
-    p, x, y = tiny(module), REPEATED[:-2], REPEATED[1:-1]     # fewer than the 8 positions
+    p, x, y = tiny(module), BACKWARD_IDS[:-1], BACKWARD_IDS[1:]    # 7 of the 8 positions
     logits, cache = module.forward(p, x, use_positions=False)
     try:
         without = module.backward(p, cache, module.loss_and_dlogits(logits, y)[1])

@@ -215,6 +215,8 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
      ('["pos_emb"][:len(d_x0)]', '["pos_emb"][1:len(d_x0) + 1]')),
     ("backward step 1: tok_emb's", "a repeated token's gradient overwritten",
      ("][token] = column_sums(rows)", "][token] = rows[-1]")),
+    ("backward step 1: tok_emb's", "the last position's token left out",
+     ('set(cache["ids"])', 'set(cache["ids"][:-1])')),
     ("backward step 3's skip path", "LN2 given LN1's gain",
      ('(d_h2, p["ln2_g"]', '(d_h2, p["ln1_g"]')),
     ("backward step 4's d_x2", "LNF given LN2's gain", ('(d_hf, p["lnf_g"]', '(d_hf, p["ln2_g"]')),
