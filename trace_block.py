@@ -179,7 +179,8 @@ def last_logits_gap(p, tok, use_positions):
 AFTER_A_CHANGE = """\
 A function you wrote, a break-it or a slip moved them? python3 -m unittest -v
 test_model.py names the function; python3 tools/exercise.py --restore undoes it, if kept.
-Corpus edited? tools/README.md. Math changed on purpose? python3 trace_block.py --write"""
+Corpus edited? tools/README.md. Math changed on purpose, or the file written (--write)
+while model.py was broken, and model.py right now? python3 trace_block.py --write"""
 
 
 def to_json(figures):
@@ -358,10 +359,9 @@ def attention_caption(weights):
 
 QUESTION = """\
 The order experiment: "{a}" and "{b}"
-hold the same tokens in another order. Before you look, predict: at which positions do
-their scores differ without position embeddings, and does the last position differ with
-them?
-Then look: python3 trace_block.py --show"""
+hold the same tokens in another order. Before you look, predict: at which positions
+do their scores differ without position embeddings, and does the last position differ
+with them? Then look: python3 trace_block.py --show"""
 FLAGS = {"--show": "draw the order experiment and the attention weights",
          "--json": "print the whole trace, as block-trace.json holds it",
          "--check": "exit 1 if block-trace.json differs from a fresh trace, naming each "
