@@ -78,7 +78,7 @@ class CommandLineTests(unittest.TestCase):
         cases = [(trace_block.to_json(stale).encode(), [
                      f"initial_loss: 4.0 -> {recorded()['initial_loss']}",
                      "order_test.gaps_by_position_without_positions[8]: 0.5 -> 0.0",
-                     "and model.py right now? python3 trace_block.py --write",
+                     "that is mended now? python3 trace_block.py --write",
                      "test_model.py names the function"]),
                  (trace_block.to_json({k: v for k, v in recorded().items() if k != "uniform_loss"})
                   .encode(), ["uniform_loss: (missing) -> 4.5643"]),
