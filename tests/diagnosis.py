@@ -14,6 +14,7 @@ import math
 import operator
 import random
 import re
+import sys
 import traceback
 from pathlib import Path
 from unittest import mock
@@ -25,7 +26,7 @@ import trace_block
 REFERENCE = Path(__file__).with_name("reference.json")
 TOLERANCE = 1e-6    # |backward - central difference|, relative to max(1, |central difference|)
 REPEATED = [7, 89, 46, 7, 85, 30, 89, 53, 4]    # token IDs; 7 and 89 repeat
-BACKWARD_IDS = [46, 7, 89, 7, 85, 89, 30, 53]   # x, y for backward: 7, 89 repeat, not at an end
+BACKWARD_IDS = [46, 7, 89, 7, 85, 7, 30, 53]    # x, y for backward: 7 thrice, not at an end
 # exp(-X1) lies just below 2**-53 and exp(-X2) just above what it lacks: [1, exp(-X1),
 # exp(-X2)], a softmax's terms before dividing, make a trap like [1, 2**-53, 2**-106].
 X1 = 53 * math.log(2) + 1e-10
@@ -101,14 +102,19 @@ def outputs(module, name):
     return gradients(module)
 
 
-def gradients(module):
-    """backward's gradients of the small copy, in the order made. Central differences judge
-    them; only their last bits are read from reference.json, where backward calls the layers'
-    backwards otherwise than model.py does: the exact-sum test cannot hand its sums traps."""
+def gradients(module, d_logits=None):
+    """backward's gradients of the small copy, in the order made, given d_logits (by default
+    the loss's, which it returns too). Central differences judge them; only their last bits
+    are read from reference.json, given its d_logits (another loss's last bits are not
+    backward's), where backward calls the layers' backwards otherwise than model.py does:
+    the exact-sum test cannot hand its sums traps."""
     p, x, y = tiny(module), BACKWARD_IDS[:-1], BACKWARD_IDS[1:]
     logits, cache = module.forward(p, x)
-    grads = module.backward(p, cache, module.loss_and_dlogits(logits, y)[1])
-    return {n: grads[n] for names, _ in BACKWARD_STEPS for n in names.split()}
+    if d_logits is None:
+        d_logits = module.loss_and_dlogits(logits, y)[1]
+    grads = module.backward(p, cache, d_logits)
+    return {"d_logits": d_logits, **{n: grads[n] for names, _ in BACKWARD_STEPS
+                                     for n in names.split()}}
 
 
 # how often model.py's backward calls each layer's backward
@@ -116,11 +122,19 @@ LAYER_CALLS = {"linear_backward": 3, "layernorm_backward": 3, "attention_backwar
 
 
 def own_steps(module):
-    """Whether module's backward calls the layers' backwards otherwise than LAYER_CALLS."""
-    calls = {name: mock.Mock(wraps=getattr(module, name)) for name in LAYER_CALLS}
-    with mock.patch.multiple(module, **calls):
+    """Whether module's backward itself calls the layers' backwards otherwise than LAYER_CALLS
+    (calls made within them, by an attention_backward that uses linear_backward, not counted)."""
+    calls = dict.fromkeys(LAYER_CALLS, 0)
+
+    def counting(name, layer):
+        def counted(*args, **kwargs):
+            if sys._getframe(1).f_code is module.backward.__code__:
+                calls[name] += 1
+            return layer(*args, **kwargs)
+        return counted
+    with mock.patch.multiple(module, **{n: counting(n, getattr(module, n)) for n in calls}):
         gradients(module)
-    return {name: call.call_count for name, call in calls.items()} != LAYER_CALLS
+    return calls != LAYER_CALLS
 
 
 def reference():
@@ -214,9 +228,12 @@ FORWARD_STEPS = {   # what reference.json records of forward, in the order made,
     "logits": "forward step 4: the output scores, linear(hf, W_out, b_out)",
     "without": "forward step 1, with use_positions=False: no position embeddings"}
 STEPS = {   # what reference.json records of layer norm and attention, and the step
-    "layernorm_forward": {"std": 2, "xhat": 2, "y": 3},
-    "attention_forward": {"q": 1, "k": 1, "v": 1, "scores": 2, "weights": 3, "mixed": 4,
-                          "out": 5}}
+    "layernorm_forward": {"std": "2 (std = √(variance + EPS))",
+                          "xhat": "2 (xhat = (x - mean) / std)", "y": "3 (y = xhat · g + b)"},
+    "attention_forward": {"q": "1 (q = x · Wq)", "k": "1 (k = x · Wk)", "v": "1 (v = x · Wv)",
+                          "scores": "2 (scores = q · kᵀ / √d, -inf where j > i)",
+                          "weights": "3 (weights = softmax(scores))",
+                          "mixed": "4 (mixed = weights · v)", "out": "5 (out = mixed · Wo)"}}
 OUTPUTS = ("y", "out", "logits", "without")     # what a forward returns; the rest: cached
 
 
@@ -537,7 +554,8 @@ def first_wrong(module=model, names=None):
 
 OTHERWISE = {   # steps that round otherwise than the lesson's formula, as learners wrote them
     "layernorm_forward": "x * (1 / s) for x / s, a variance other than fsum((x - mean)²) / d",
-    "layernorm_backward": "d_x's three terms added with - for one math.fsum",
+    "layernorm_backward": "d_x's three terms added with - for one math.fsum, or d_g's or d_b's "
+                          "rows added one by one",
     "softmax": "exp(z) for exp(z - max), e * (1 / total) for e / total; or a shift by another "
                "score than the row's maximum",
     "softmax_backward": "w · d_w - w · average, or the full Jacobian's Σ_k d_w_k · w_k · "
@@ -559,7 +577,10 @@ def rounded_otherwise(module, names):
     for name, expected in [(n, e) for n, e in reference().items() if n in names]:
         if name == "backward" and not own_steps(module):
             continue        # the exact-sum test hands its sums traps
-        found = outputs(module, name)
+        if name == "backward":
+            found = gradients(module, expected["d_logits"])
+        else:
+            found = outputs(module, name)
         for key in [key for key in expected if key in found and needed(name, key)]:
             moved = apart(found[key], expected[key], key, operator.eq, "the reference is")
             if moved:

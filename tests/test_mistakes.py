@@ -399,9 +399,11 @@ class LearnerMistakes(unittest.TestCase):
     def test_correct_variants_pass_the_diagnosis(self):
         """A mask of -1e9 (the cache's scores, which only the diagnosis reads, hold it for -inf);
         a relu of max(0, z), which gives int zeros, or z * (z > 0), which gives -0.0;
-        softmax rows as tuples; backward's first linear step written out, which the exact-sum
-        test cannot hand its traps, so it skips that part: there the diagnosis sees a sum() in
-        that step by its last bits, before Python 3.12 (from 3.12, sum() rounds these right)."""
+        softmax rows as tuples; d_logits as (softmax - one-hot) / T, with an attention_backward
+        that uses linear_backward; backward's first linear step written out, which the
+        exact-sum test cannot hand its traps, so it skips that part: there the diagnosis sees
+        a token's rows added with += by their last bits, and a sum() in that step before
+        Python 3.12 (from 3.12, sum() rounds these right)."""
         self.assertIsNone(diagnosis.first_wrong(planted((MASK, "if j <= i else -1e9"))))
         for relu in ("max(0, z)", "z * (z > 0)"):
             module = planted(("max(0.0, z) for z in row] for row in pre]",
@@ -409,11 +411,25 @@ class LearnerMistakes(unittest.TestCase):
                              ("weights.append([e_j / total for e_j in e])",
                               "weights.append(tuple(e_j / total for e_j in e))"))
             self.assertIsNone(diagnosis.first_wrong(module))
+        one_hot = ("d_row = [e_j / (total * T) for e_j in e]            # softmax / T\n"
+                   "        d_row[target] -= 1.0 / T  ")
+        d_mixed = ("d_Wo = matmul(transpose(mixed), d_out)                      # (d, d)\n"
+                   "    d_mixed = matmul(d_out, transpose(p[\"Wo\"]))")
+        self.assertIsNone(diagnosis.first_wrong(planted(
+            (one_hot, "d_row = [(e_j / total - (j == target)) / T for j, e_j in enumerate(e)]"),
+            (d_mixed, 'd_mixed, d_Wo, _ = linear_backward(d_out, mixed, p["Wo"])'))))
         step_4 = 'd_hf, grads["W_out"], grads["b_out"] = linear_backward(d_logits, '
         written_out = ('d_hf, grads["W_out"], grads["b_out"] = (lambda d_y, x, W: ('
                        'matmul(d_y, transpose(W)), matmul(transpose(x), d_y), '
                        'column_sums(d_y)))(d_logits, ')
         self.assertEqual(counted(planted((step_4, written_out)), EXACT_SUMS), (0, 1))
+        one_by_one = ("rows = [d_row for i, d_row in zip(cache[\"ids\"], d_x0) if i == token]\n"
+                      "        grads[\"tok_emb\"][token] = column_sums(rows)")
+        found = diagnosis.first_wrong(planted((step_4, written_out), (one_by_one, (
+            "for t in [t for t, i in enumerate(cache['ids']) if i == token]:\n"
+            "            for j, d in enumerate(d_x0[t]):\n"
+            "                grads['tok_emb'][token][j] += d"))))
+        self.assertTrue(found.startswith("backward: tok_emb[") and "math.fsum" in found, found)
         plain_sum = "[[sum(map(mul, r, c)) for c in zip(*d_y)] for r in transpose(x)]"
         found = diagnosis.first_wrong(planted(
             (step_4, written_out.replace("matmul(transpose(x), d_y)", plain_sum))))
