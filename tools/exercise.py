@@ -41,8 +41,8 @@ FORMULAS = {
     "attention_backward": "steps 5 to 1 walked back: d_Wo, d_mixed; d_weights, d_v; "
                           "softmax_backward; d_q, d_k (÷ √d); d_W..., d_x = Σ d_·W_ᵀ",
     "forward": "1. x0 = tok_emb[ids] + pos_emb[0:T]; 2. x1 = x0 + Attention(LN1(x0)); 3. x2 = "
-               "x1 + MLP(LN2(x1)); 4. logits = LNF(x2) · W_out + b_out; the cache keeps ids, "
-               "use_positions, x0, h1, x1, h2, pre, act, x2, hf, and the caches that "
+               "x1 + MLP(LN2(x1)); 4. logits = LNF(x2) · W_out + b_out; the cache keeps a copy of "
+               "ids, use_positions, x0, h1, x1, h2, pre, act, x2, hf, and the caches that "
                "LN1, attention, LN2 and LNF return as ln1, att, ln2, lnf",
     "loss_and_dlogits": "each row's -log softmax(row)[target], taken as top + log(Σ exp(z - "
                         "top)) - z[target], one math.fsum, top the row's maximum (exp cannot "
