@@ -80,7 +80,8 @@ def load_tokenizer():
         tok = Tokenizer.load(TOKENIZER_FILE)
     except (FileNotFoundError, ValueError) as problem:     # missing, or not a tokenizer
         raise FileProblem(f"{problem}. Run: python3 bpe.py --write") from None
-    return check_sentences(tok, TOKENIZER_FILE.name)
+    made = ": does python3 tools/make_corpus.py --check pass?"     # it says what to run
+    return check_sentences(tok, TOKENIZER_FILE.name, made)
 
 
 def build(tok, cfg):
@@ -144,7 +145,8 @@ def small_copy_check(vocab, ids):
     if key not in CHECKED:
         p = model.init_params(vocab, **TINY)
         x, y = list(ids[:-1]), list(ids[1:])
-        CHECKED[key] = compare_gradients(backward_gradients(p, x, y), numeric_gradients(p, x, y))
+        CHECKED[key] = compare_gradients(backward_gradients(p, x, y),
+                                         numeric_gradients(p, x, y))
     return CHECKED[key]
 
 
@@ -196,7 +198,8 @@ def summary(figures):
     """
     cfg, grads = figures["series_config"], figures["gradient_check"]
     row0 = figures["layernorm_row0"]
-    shapes = ", ".join(f"{name} {'×'.join(map(str, s))}" for name, s in figures["shapes"].items())
+    shapes = ", ".join(f"{name} {'×'.join(map(str, s))}"
+                       for name, s in figures["shapes"].items())
     return [
         f"the first story of corpus.txt, {figures['story_tokens']} tokens:",
         f"  {figures['story'].strip()}",
@@ -412,19 +415,15 @@ def run(args):
 
 ################ Input checks (you can skip this section)
 
-def check_sentences(tok, name):
-    """tok, if it encodes the trace's sentences to lengths the trace can use; name is what
-    the message calls it, and for tokenizer.json the message adds what to run."""
-    lab_file = name == TOKENIZER_FILE.name
+def check_sentences(tok, name, advice=""):
+    """tok, if it encodes the trace's sentences to lengths the trace can use; if not, one
+    line that calls it name and ends with advice."""
     try:
         lengths = [len(tok.encode(s)) for s in (ORDER_A, ORDER_B, GRADIENT_SENTENCE)]
     except ValueError as error:
-        advice = ". Run: python3 bpe.py --write" if lab_file else ""
-        raise FileProblem(f"{name} cannot encode the trace's sentences: {error}"
-                          f"{advice}") from None
+        raise FileProblem(f"{name} cannot encode the trace's sentences: {error}{advice}") from None
     most = TINY["max_len"] + 1      # the small copy reads its positions, plus one
     if lengths[0] != lengths[1] or lengths[2] > most:
-        advice = ": does python3 tools/make_corpus.py --check pass?" if lab_file else ""
         raise FileProblem(f"{name} gives the order sentences {lengths[:2]} tokens (equal "
                           f"needed), {GRADIENT_SENTENCE!r} {lengths[2]} ({most} at most)"
                           f"{advice}")

@@ -34,7 +34,7 @@ class FileTests(unittest.TestCase):
             ({"tokenizer_json": b"{ not json"}, trace_block.main, ["--check"],
              ["tokenizer.json is not plain JSON", "python3 bpe.py --write"]),
             ({"tokenizer_json": without_w.to_json().encode()}, trace_block.main, ["--show"],
-             ["tokenizer.json cannot encode the trace's sentences", "python3 bpe.py --write"]),
+             ["tokenizer.json cannot encode the trace's sentences", "make_corpus.py --check"]),
             ({"tokenizer_json": seventy.to_json().encode()}, trace_block.main, ["--show"],
              ["'mia has a red ball.'", "(9 at most)", "make_corpus.py --check pass?"]),
             ({"corpus_txt": b""}, trace_block.main, [],
