@@ -403,7 +403,9 @@ class LearnerMistakes(unittest.TestCase):
         that uses linear_backward; backward's first linear step written out, which the
         exact-sum test cannot hand its traps, so it skips that part: there the diagnosis sees
         a token's rows added with += by their last bits, and a sum() in that step before
-        Python 3.12 (from 3.12, sum() rounds these right)."""
+        Python 3.12 (from 3.12, sum() rounds these right); beside it a layernorm_backward that
+        rounds otherwise, which the lab's backward on the same layers, from tools/exercise.py's
+        kept model.py, tells from backward's own steps."""
         self.assertIsNone(diagnosis.first_wrong(planted((MASK, "if j <= i else -1e9"))))
         for relu in ("max(0, z)", "z * (z > 0)"):
             module = planted(("max(0.0, z) for z in row] for row in pre]",
@@ -430,6 +432,12 @@ class LearnerMistakes(unittest.TestCase):
             "            for j, d in enumerate(d_x0[t]):\n"
             "                grads['tok_emb'][token][j] += d"))))
         self.assertTrue(found.startswith("backward: tok_emb[") and "math.fsum" in found, found)
+        ln_times_inverse = (LN_TERMS + " / s", LN_TERMS + " * (1 / s)")      # passes its own
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(diagnosis, "KEPT", Path(tmp, "model.py")):
+            diagnosis.KEPT.write_text(SOURCE, "utf-8")      # its bits, the lab's backward's
+            module = planted(ln_times_inverse, (step_4, written_out))
+            self.assertIsNone(diagnosis.first_wrong(module))    # with nothing kept: backward's
         plain_sum = "[[sum(map(mul, r, c)) for c in zip(*d_y)] for r in transpose(x)]"
         found = diagnosis.first_wrong(planted(
             (step_4, written_out.replace("matmul(transpose(x), d_y)", plain_sum))))
