@@ -104,11 +104,9 @@ def outputs(module, name):
 
 
 def gradients(module, d_logits=None):
-    """backward's gradients of the small copy, in the order made, given d_logits (by default
-    the loss's, which it returns too). Central differences judge them; only their last bits
-    are read from reference.json, given its d_logits (another loss's last bits are not
-    backward's), where backward calls the layers' backwards otherwise than model.py does:
-    the exact-sum test cannot hand its sums traps."""
+    """backward's gradients of the small copy, in the order made, and the d_logits it was
+    given (by default the loss's). Central differences judge them; rounded_otherwise() reads
+    their last bits."""
     p, x, y = tiny(module), BACKWARD_IDS[:-1], BACKWARD_IDS[1:]
     logits, cache = module.forward(p, x)
     if d_logits is None:
@@ -586,13 +584,14 @@ OTHERWISE = {   # steps that round otherwise than the lesson's formula, as learn
 
 def rounded_otherwise(module, names):
     """The first of names (init_params, the forwards, then backward if it makes its own steps)
-    whose output is near reference.json but not equal to it, or None: a sum not rounded once
-    moves the last bit, which the order experiment sees, and training would carry on."""
+    whose output is near reference.json (backward's: near the lab's backward on the same
+    layers, where it is kept) but not equal to it, or None: a sum not rounded once moves the
+    last bit, which the order experiment sees, and training would carry on."""
     for name, expected in [(n, e) for n, e in reference().items() if n in names]:
-        if name == "backward" and not own_steps(module):
-            continue        # the exact-sum test hands its sums traps
         if name == "backward":
-            found = gradients(module, expected["d_logits"])
+            if not own_steps(module):
+                continue    # the exact-sum test hands its sums traps
+            found = gradients(module, expected["d_logits"])     # another loss's bits aside
             labs = lab_backward(module)
             if labs:        # the layers' last bits are not backward's
                 with mock.patch.object(module, "backward", labs):

@@ -437,7 +437,7 @@ class LearnerMistakes(unittest.TestCase):
                 mock.patch.object(diagnosis, "KEPT", Path(tmp, "model.py")):
             diagnosis.KEPT.write_text(SOURCE, "utf-8")      # its bits, the lab's backward's
             module = planted(ln_times_inverse, (step_4, written_out))
-            self.assertIsNone(diagnosis.first_wrong(module))    # with nothing kept: backward's
+            self.assertIsNone(diagnosis.first_wrong(module))    # nothing kept: backward blamed
         plain_sum = "[[sum(map(mul, r, c)) for c in zip(*d_y)] for r in transpose(x)]"
         found = diagnosis.first_wrong(planted(
             (step_4, written_out.replace("matmul(transpose(x), d_y)", plain_sum))))
