@@ -87,6 +87,8 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
      ("c in centred) / d", "c in centred) / (d - 1)")),
     ("layernorm_forward step 1", "the mean over the rows", ("fsum(row) / d", "fsum(row) / len(x)")),
     ("layernorm_forward", "ε outside the root", ("sqrt(variance + EPS)", "sqrt(variance) + EPS")),
+    ("layernorm_forward: xhat[", "ε added to the std, a hair", ("[c / s for c in centred]",
+                                                              "[c / (s + 1e-12) for c in centred]")),
     ("layernorm_forward", "ε a tenth of EPS",
      ("sqrt(variance + EPS)", "sqrt(variance + EPS / 10)")),
     ("layernorm_forward step 3", "the bias before the gain",
