@@ -26,8 +26,8 @@ REMAKE = {"corpus.txt": ". Run: python3 tools/make_corpus.py",    # what makes a
 VOCAB_SIZE = 96     # the lab's vocabulary size V; the model's parameter count depends on it
 
 # A chunk is, trying each in turn: " ?\w+" a word (\w: a letter, digit or "_") with the space
-# in front of it, if any; " +(?!\w)" spaces not followed by a word (in "a  b" the run keeps one,
-# the last goes with " b"); "[^\w ]" any other character. Each character lands in one chunk.
+# in front of it, if any; " +(?!\w)" spaces not followed by a word (a run of spaces before a
+# word keeps all but its last, which goes with the word); "[^\w ]" any other character.
 PATTERN = r" ?\w+| +(?!\w)|[^\w ]"
 
 
@@ -255,8 +255,9 @@ def write():
 def check():
     """Print whether tokenizer.json is what corpus.txt trains to, or its first line that is not."""
     found = read_text(TOKENIZER_PATH).splitlines(keepends=True) + ["(the end)"]
-    trained = Tokenizer.train(read_corpus(), VOCAB_SIZE).to_json()
-    for n, (line, fresh) in enumerate(zip(found, trained.splitlines(True) + ["(the end)"]), 1):
+    fresh_json = Tokenizer.train(read_corpus(), VOCAB_SIZE).to_json()
+    trained = fresh_json.splitlines(keepends=True) + ["(the end)"]
+    for n, (line, fresh) in enumerate(zip(found, trained), 1):
         if line != fresh:
             return report(f"tokenizer.json is not what the corpus trains to: its line {n} is "
                           f"{line!r}, trained now {fresh!r}; run: python3 bpe.py --write "

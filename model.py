@@ -71,7 +71,7 @@ def matmul(a, b):
 
 
 def add(a, *others):
-    """a plus the others, entry by entry, each entry's terms rounded once (fsum; two: a + b).
+    """a plus the others, entry by entry: each entry's terms summed by fsum, rounded once.
 
     >>> add([[1.0, 2.0]], [[0.5, 0.25]], [[0.1, 0.2]])
     [[1.6, 2.45]]
@@ -252,11 +252,11 @@ def init_params(vocab, d, hidden, max_len, seed):
     rng = random.Random(seed)
     p = {}
     for name, letters in PARAMETERS.items():
-        n, *m = [sizes[letter] for letter in letters.split()]
-        if m:                                   # a matrix, drawn row by row
-            p[name] = [[rng.gauss(0.0, 0.02) for _ in range(m[0])] for _ in range(n)]
+        dims = [sizes[letter] for letter in letters.split()]
+        if len(dims) == 2:                      # a matrix (rows, columns), row by row
+            p[name] = [[rng.gauss(0.0, 0.02) for _ in range(dims[1])] for _ in range(dims[0])]
         else:                                   # a gain starts at 1, a bias at 0
-            p[name] = [1.0 if name.endswith("_g") else 0.0] * n
+            p[name] = [1.0 if name.endswith("_g") else 0.0] * dims[0]
     return p
 
 
@@ -266,7 +266,7 @@ def count_params(params):
 
 
 def forward(p, ids, use_positions=True):
-    """(logits, cache): logits[t][j] scores token j as the one after ids[0..t], from those
+    """(logits, cache): logits[t][j] scores token j as the one after ids[:t + 1], from those
     positions only. use_positions=False leaves the position embeddings out."""
     check_forward(p, ids, use_positions)
     # 1. embeddings: a row per token, plus a row per position
@@ -280,7 +280,7 @@ def forward(p, ids, use_positions=True):
     # 3. the MLP, pre-norm, with a skip path around it
     h2, ln2 = layernorm_forward(x1, p["ln2_g"], p["ln2_b"])     # (T, d)
     pre = linear(h2, p["W1"], p["b1"])                          # (T, H)
-    act = [[max(0.0, z) for z in row] for row in pre]           # (T, H): relu
+    act = [[max(0.0, z) for z in row] for row in pre]           # (T, H): relu, mlp_hidden
     m = linear(act, p["W2"], p["b2"])                           # (T, d)
     x2 = add(x1, m)                                             # (T, d)
     # 4. output scores, after one more layer norm
@@ -292,7 +292,7 @@ def forward(p, ids, use_positions=True):
 
 
 def loss_and_dlogits(logits, targets):
-    """The mean cross-entropy of the next tokens, and its gradient (softmax - one-hot) / T."""
+    """The mean cross-entropy of the next tokens, and its gradient, softmax / T - one-hot / T."""
     check_loss(logits, targets)
     T = len(logits)
     losses, d_logits = [], []

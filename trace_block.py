@@ -7,6 +7,7 @@ small copy. Each run computes every figure afresh; block-trace.json only remembe
     python3 trace_block.py            the lesson's figures, and whether the file holds them
     python3 trace_block.py --show     the order experiment and the attention weights, drawn
     python3 trace_block.py --check    exit 1 if the file is out of date (--write: record it)
+    python3 trace_block.py --json     the whole trace, as the file holds it
 """
 import argparse
 import codecs
@@ -80,8 +81,8 @@ def load_tokenizer():
         tok = Tokenizer.load(TOKENIZER_FILE)
     except (FileNotFoundError, ValueError) as problem:     # missing, or not a tokenizer
         raise FileProblem(f"{problem}. Run: python3 bpe.py --write") from None
-    made = ": does python3 tools/make_corpus.py --check pass?"     # it says what to run
-    return check_sentences(tok, TOKENIZER_FILE.name, made)
+    advice = ": does python3 tools/make_corpus.py --check pass?"   # it says what to run
+    return check_sentences(tok, TOKENIZER_FILE.name, advice)
 
 
 def build(tok, cfg):

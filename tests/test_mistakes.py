@@ -229,8 +229,9 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
     ("backward step 1: pos_emb gets", "pos_emb's gradient without positions",
      ('if cache["use_positions"]:', "if True:")),
     ("init_params draws other numbers", "drawn column by column",
-     ("[[rng.gauss(0.0, 0.02) for _ in range(m[0])] for _ in range(n)]",
-      "[list(c) for c in zip(*[[rng.gauss(0.0, 0.02) for _ in range(n)] for _ in range(m[0])])]"))]
+     ("[[rng.gauss(0.0, 0.02) for _ in range(dims[1])] for _ in range(dims[0])]",
+      "[list(c) for c in zip(*[[rng.gauss(0.0, 0.02) for _ in range(dims[0])]\n"
+      "                                for _ in range(dims[1])])]"))]
 EACH_FAILS = {    # each of the twelve, by number: a mistake it must fail on (one near its bound)
     1: "ε a tenth of EPS", 2: "a masked score weighed", 3: "the variance over d - 1",
     4: "ε outside the root", 5: "a mask that sees one ahead",

@@ -47,7 +47,7 @@ FORMULAS = {
     "loss_and_dlogits": "each row's -log softmax(row)[target], taken as top + log(Σ exp(z - "
                         "top)) - z[target], one math.fsum, top the row's maximum (exp cannot "
                         "overflow, log never meets 0); the loss, their mean; d_logits = "
-                        "(softmax - one-hot) / T",
+                        "softmax / T - one-hot / T",
     "backward": "forward's steps 4 to 1 walked back; a skip path adds the two gradients"}
 
 
