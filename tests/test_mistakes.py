@@ -152,6 +152,8 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
     ("attention_forward step 1", "Wk for Wq", ('q = matmul(x, p["Wq"])', 'q = matmul(x, p["Wk"])')),
     ("attention_forward: its cache's q", "q and k swapped in the cache",
      ('"q": q, "k": k', '"q": k, "k": q')),
+    ("attention_backward step 5", "d_Wo's rows run together (the gradient check sees it)",
+     ('"Wo": d_Wo}', '"Wo": [v for row in d_Wo for v in row]}')),
     ("attention_backward steps 4 to 2", "1/√d in the forward pass only",
      [(f"e / sqrt_d for e in row] for row in matmul({m}", f"e for e in row] for row in matmul({m}")
       for m in ("d_scores, k", "transpose(d_sc")]),

@@ -43,6 +43,8 @@ class TraceTests(unittest.TestCase):
                          {"parameters_checked": 3, "max_abs_error": 1.25})
         nan = trace_block.compare_gradients({"b": [math.nan, 3.0], "c": [[0.0]]}, numeric)
         self.assertEqual(nan["max_abs_error"], math.inf)
+        flat = trace_block.compare_gradients({"b": [1.0, 3.0], "c": [0.0]}, numeric)
+        self.assertEqual(flat["max_abs_error"], math.inf)       # a matrix's rows run together
         with self.assertRaises(ValueError):         # a gradient of another size
             trace_block.compare_gradients({"b": [1.0], "c": [[0.0]]}, numeric)
 
