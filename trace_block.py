@@ -80,8 +80,8 @@ def load_tokenizer():
         tok = Tokenizer.load(TOKENIZER_FILE)
     except (FileNotFoundError, ValueError) as problem:     # missing, or not a tokenizer
         raise FileProblem(f"{problem}. Run: python3 bpe.py --write") from None
-    advice = ": does python3 tools/make_corpus.py --check pass?"   # it says what to run
-    return check_sentences(tok, TOKENIZER_FILE.name, advice)
+    hint = ": does python3 tools/make_corpus.py --check pass?"   # it says what to run
+    return check_sentences(tok, TOKENIZER_FILE.name, hint)
 
 
 def build(tok, cfg):
@@ -416,18 +416,18 @@ def run(args):
 
 ################ Input checks (you can skip this section)
 
-def check_sentences(tok, name, advice=""):
+def check_sentences(tok, name, hint=""):
     """tok, if it encodes the trace's sentences to lengths the trace can use; if not, one
-    line that calls it name and ends with advice."""
+    line that calls it name and ends with hint."""
     try:
         lengths = [len(tok.encode(s)) for s in (ORDER_A, ORDER_B, GRADIENT_SENTENCE)]
     except ValueError as error:
-        raise FileProblem(f"{name} cannot encode the trace's sentences: {error}{advice}") from None
+        raise FileProblem(f"{name} cannot encode the trace's sentences: {error}{hint}") from None
     most = TINY["max_len"] + 1      # the small copy reads its positions, plus one
     if lengths[0] != lengths[1] or lengths[2] > most:
         raise FileProblem(f"{name} gives the order sentences {lengths[:2]} tokens (equal "
                           f"needed), {GRADIENT_SENTENCE!r} {lengths[2]} ({most} at most)"
-                          f"{advice}")
+                          f"{hint}")
     return tok
 
 
