@@ -128,7 +128,7 @@ def compare_gradients(grads, numeric):
     errors = []
     for name, slopes in numeric.items():
         pairs = zip(flatten(slopes), flatten(grads[name]), strict=True)
-        same = model.shape(grads[name]) == model.shape(slopes)   # not a matrix's rows run together
+        same = model.shape(grads[name]) == model.shape(slopes)   # another shape: inf
         errors += [abs(slope - g) if same else math.inf for slope, g in pairs]
     worst = max(math.inf if math.isnan(e) else e for e in errors)
     return {"parameters_checked": len(errors), "max_abs_error": worst}

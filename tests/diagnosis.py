@@ -22,9 +22,10 @@ from unittest import mock
 import bpe
 import model
 import trace_block
+from tests import LAB
 
 REFERENCE = Path(__file__).with_name("reference.json")
-KEPT = REFERENCE.parents[1] / ".exercise" / "model.py"   # the lab's, kept by tools/exercise.py
+KEPT = LAB / ".exercise" / "model.py"      # the lab's model.py, kept by tools/exercise.py
 TOLERANCE = 1e-6    # |backward - central difference|, relative to max(1, |central difference|)
 REPEATED = [7, 89, 46, 7, 85, 30, 89, 53, 4]    # token IDs; 7 and 89 repeat
 BACKWARD_IDS = [46, 7, 89, 7, 85, 7, 30, 53]    # x, y for backward: 7 thrice, not at an end

@@ -23,7 +23,7 @@ import tests.test_math as math_tests
 from tests import LAB, diagnosis, run_main, tool_module
 
 # the original model.py: tools/exercise.py's kept copy, while a learner writes a function
-KEPT = LAB / ".exercise" / "model.py"
+KEPT = diagnosis.KEPT
 SOURCE = (KEPT if KEPT.exists() else LAB / "model.py").read_text(encoding="utf-8-sig")
 TWELVE = test_model.TWELVE
 

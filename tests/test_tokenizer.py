@@ -114,9 +114,7 @@ class TheLabsTokenizerTests(unittest.TestCase):
             stored = json.loads((folder / "quotas.json").read_text("utf-8"))
             stored["quotas"].update({"lead:mia": 95, "lead:leoo": 47})   # raised; misspelt
             (folder / "quotas.json").write_text(json.dumps(stored), "utf-8")
-            read = tool.read_quotas         # its default path is tools/quotas.json
-            with mock.patch.object(tool, "read_quotas", lambda: read(tool.QUOTAS_PATH)):
-                code, out, err = run_main(tool.main, "--check")
+            code, out, err = run_main(tool.main, "--check")
             self.assertIn("tools/quotas.json: lead:leoo: no steered word", out)
             self.assertIn("corpus.txt, ", err)
             self.assertIn("quotas.json; run: python3 tools/make_corpus.py\n", err)

@@ -411,8 +411,10 @@ def predicted(counts):
 
 ################ Command line
 
-def read_quotas(path=QUOTAS_PATH):
-    """The stored quotas, where a search starts (from nothing, it would find none)."""
+def read_quotas(path=None):
+    """The stored quotas (tools/quotas.json, or path), where a search starts (from nothing, it
+    would find none)."""
+    path = path or QUOTAS_PATH
     advice = check_present(path)
     try:
         stored = bpe.read_json(path)
