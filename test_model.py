@@ -119,8 +119,7 @@ class Mechanism(unittest.TestCase):
         if seen:
             self.fail(f"{diagnosis()}\n\nposition {seen[0]}'s scores changed, "
                       f"though the tokens differ only from position 4 on: a "
-                      f"position sees a later one (attention_forward step 2, "
-                      f"the causal mask)?")
+                      f"later token reached an earlier position")
         self.assertNotEqual(hat[4], ball[4], "position 4: another token, but the same scores")
 
     def test_unused_positions_get_zero_gradient(self):

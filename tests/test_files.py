@@ -45,7 +45,6 @@ class FileTests(unittest.TestCase):
             ({"corpus_txt": b"\xef\xbb\xbf" + CORPUS}, trace_block.main, [], ["byte-order mark"]),
             ({"corpus_txt": CRLF_AT_3}, bpe.main, ["--check"],
              ["corpus.txt line 3 ends with \\r\\n", "save it with LF"]),
-            ({"corpus_txt": None}, bpe.main, ["--write"], ["corpus.txt: no such file"]),
             ({"corpus_txt": b"mia has a hat.\n"}, bpe.main, ["--write"],
              ["no pair left to merge"]),
             ({"corpus_txt": FIRST + b" mia has a red hat." * 6 + CORPUS[len(FIRST):]},
