@@ -309,9 +309,9 @@ def loss_and_dlogits(logits, targets):
 
 
 def backward(p, cache, d_logits):
-    """Gradients of the loss for every parameter: a dict with the names and shapes of p,
-    forward's steps 4, 3, 2, 1 walked back. At a skip path, x_next = x + f(x), the gradient
-    reaches x twice, straight along the path and back through f, and the two are added."""
+    """Gradients of the loss for every parameter, p unchanged since forward: a dict with the
+    names and shapes of p, forward's steps 4, 3, 2, 1 walked back. At a skip path, x + f(x),
+    the gradient reaches x twice, along the path and back through f, and the two are added."""
     check("backward(x0: T d, W_out: d V, d_logits: T V)", cache["x0"], p["W_out"], d_logits)
     grads = {}
     # 4. in the forward pass: hf = LNF(x2), then logits = hf · W_out + b_out
