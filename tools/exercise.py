@@ -6,10 +6,9 @@
     python3 tools/exercise.py --restore softmax     put one function's original back
     python3 tools/exercise.py --restore             put model.py back as it was kept
 
-A stub keeps the signature, docstring and input check, and raises with the lesson's formula.
-model.py is kept in .exercise/ (git ignores it) until all of it is put back; --restore asks
-before it undoes a function written since it was blanked or, while one is blank, an edit
-elsewhere.
+A stub keeps the function up to its input check, then raises with the lesson's formula. model.py
+is kept in .exercise/ (git ignores it) until all of it is put back; --restore asks before it
+undoes a function written since it was blanked or, while one is blank, an edit elsewhere.
 """
 import argparse
 import ast
