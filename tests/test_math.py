@@ -330,7 +330,8 @@ class GradientTests(unittest.TestCase):
             found = json.loads(text)["backward"]        # which it reads only in some cases
             keys = [key for key in found if found[key] != stored["backward"].get(key)]
             if not moved and keys:
-                moved = f"backward's {keys[0]} differ from reference.json's in the last bit"
+                moved = (f"the gradients backward() returns differ from reference.json's in "
+                         f"the last bit, {keys[0]} first")
             if moved:
                 self.fail(f"{moved} (a function rewritten, its original not kept by "
                           f"tools/exercise.py? Or model.py's math changed on purpose, by a "
