@@ -72,6 +72,14 @@ class TheLabsTokenizerTests(unittest.TestCase):
         self.assertEqual([s for s in stories if not s.endswith(".") or s != s.lower()], [])
         self.assertEqual(tok.vocab[:tok.alphabet_size], sorted(set(corpus)))
         self.assertEqual((len(tok.vocab), len(tok.encode(FIRST_STORY + "\n"))), (96, 37))
+        a = tok.tokens("now mia gives the hat to leo.")
+        self.assertEqual(a, ["n", "ow", " mia", " gives", " the", " hat", " to", " leo", "."])
+        self.assertEqual(tok.tokens("now leo gives the hat to mia."),
+                         [{" mia": " leo", " leo": " mia"}.get(t, t) for t in a])
+        hat, ball = tok.tokens("mia has a red hat."), tok.tokens("mia has a red ball.")
+        self.assertEqual((hat[:4], ball[:4]), (["mia", " has", " a", " red"],) * 2)
+        self.assertNotEqual(ball[4], hat[4])
+        self.assertLessEqual(len(ball), 9)
 
     def test_every_id_the_trace_and_the_tests_read_is_pinned(self):
         """tools/make_corpus.py's SPLITS and IDS hold for tokenizer.json."""
