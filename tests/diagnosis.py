@@ -185,8 +185,7 @@ def apart(found, expected, where, close, said):
             said = repr(found) if len(repr(found)) <= 40 else f"a {type(found).__name__}"
             return f"{where} is {said}, not a list of {len(expected)}"
         if len(found) != len(expected):
-            unit = "rows" if expected and isinstance(expected[0], list) else "entries"
-            return f"{where} has {len(found)} {unit}, not {len(expected)}"
+            return f"{where} has {sized(found)}, not {sized(expected)}"
         for n, pair in enumerate(zip(found, expected)):
             message = apart(*pair, f"{where}[{n}]", close, said)
             if message:
@@ -200,6 +199,14 @@ def apart(found, expected, where, close, said):
     if f"{found:.6}" == f"{expected:.6}":       # all the digits, to show them apart
         return f"{where} is {found!r}, {said} {expected!r}"
     return f"{where} is {found:.6}, {said} {expected:.6}"
+
+
+def sized(items):
+    """What a list holds, counted: "1 number", "4 rows"."""
+    kind = "row" if items and isinstance(items[0], (list, tuple)) else "number"
+    if len(items) != 1:
+        kind += "s"
+    return f"{len(items)} {kind}"
 
 
 def near_reference(found, expected):

@@ -231,7 +231,7 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
     ("backward step 1: pos_emb gets", "pos_emb's gradient without positions",
      ('if cache["use_positions"]:', "if True:")),
     ("backward step 3: the relu's gate (d_pre, where pre > 0), or the first layer: W1 has 32 "
-     "rows, not 4", "W1's gradient as one flat list (the gradient check sees it)",
+     "numbers, not 4 rows", "W1's gradient as one flat list (the gradient check sees it)",
      ('cache["h2"], p["W1"])\n', 'cache["h2"], p["W1"])\n'
       '    grads["W1"] = [w for row in grads["W1"] for w in row]\n')),
     ("init_params draws other numbers", "drawn column by column",
