@@ -13,9 +13,11 @@ undoes a function written since it was blanked or, while one is blank, an edit e
 import argparse
 import ast
 import functools
+import json
 import os
 import shutil
 import sys
+import textwrap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -71,7 +73,11 @@ def stub(node, text):
         if any(name.startswith("check") for name in calls):
             break
     message = f"{node.name} is yours to write: {FORMULAS[node.name]}"
-    return "".join(lines[:end - node.lineno + 1]) + f"    raise NotImplementedError({message!r})\n"
+    parts = textwrap.wrap(message, 78, break_long_words=False, break_on_hyphens=False)
+    literals = [json.dumps(part + " ", ensure_ascii=False) for part in parts[:-1]]
+    literals.append(json.dumps(parts[-1], ensure_ascii=False))     # lines that join back to it
+    raising = "    raise NotImplementedError(\n        " + "\n        ".join(literals) + ")\n"
+    return "".join(lines[:end - node.lineno + 1]) + raising
 
 
 def replaced(source, name, text):
