@@ -578,14 +578,14 @@ def first_wrong(module=model, names=None):
 
 OTHERWISE = {   # steps that round otherwise than the lesson's formula, as learners wrote them
     "layernorm_forward": "x * (1 / s) for x / s, a variance other than fsum((x - mean)²) / d",
-    "layernorm_backward": "d_x's three terms added with - for one math.fsum, or d_g's or d_b's "
-                          "rows added one by one",
+    "layernorm_backward": "d_x's three terms added with - for one math.fsum, d_x as the full "
+                          "Jacobian's products, or d_g's or d_b's rows added one by one",
     "softmax": "exp(z) for exp(z - max), e * (1 / total) for e / total; or a shift by another "
                "score than the row's maximum",
     "softmax_backward": "w · d_w - w · average, or the full Jacobian's Σ_k d_w_k · w_k · "
                         "(δ_kj - w_j), for w · (d_w - average); or terms left out of the average",
-    "attention_backward": "d_x's three parts added with + for one add(), or all their products "
-                          "in one math.fsum",
+    "attention_backward": "d_x's three parts added with + for one add(), all their products in "
+                          "one math.fsum, or softmax's backward written out within it",
     "forward": "a bias added within its dot product's math.fsum, for after it",
     "loss_and_dlogits": "top + log(total) - z added with + and -, or -log(e / total), for one "
                         "math.fsum of top, log(total) and -z; or a shift by another score than "
