@@ -365,10 +365,10 @@ def check_text(text, alphabet):
 def check_ids(ids, vocab_size):
     wrong = [i for i in ids if type(i) is not int]
     if wrong:       # True would be token 1, silently
-        raise TypeError(f"token ids must be ints, not one holding {wrong[0]!r:.20}")
+        raise TypeError(f"token IDs must be ints, not one holding {wrong[0]!r:.20}")
     outside = [i for i in ids if not 0 <= i < vocab_size]
     if outside:     # -1 would be the last token, silently
-        raise ValueError(f"token ids outside the vocabulary of size {vocab_size}: {outside[:5]}")
+        raise ValueError(f"token IDs outside the vocabulary of size {vocab_size}: {outside[:5]}")
 
 
 # Lines that `python3 bpe.py` prints (a test checks them; tools/make_corpus.py pins the IDs):
