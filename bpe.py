@@ -348,11 +348,11 @@ def check_merges(vocab, merges):
 
 def check_fields(data):
     fields = {"version": int, "pattern": str, "vocab": dict, "merges": list}   # to_json()'s fields
-    kinds = {}
-    if isinstance(data, dict):
-        kinds = {field: type(value) for field, value in data.items()}
+    kinds = {k: type(v) for k, v in data.items()} if isinstance(data, dict) else None
     if kinds != fields or data["version"] != 1:
         raise ValueError("its fields are not version 1, a pattern, a vocab and merges")
+    if sorted(data["vocab"].values()) != list(range(len(data["vocab"]))):    # load sorts by them
+        raise ValueError(f"its vocab's IDs are not 0 to {len(data['vocab']) - 1}, each once")
 
 
 def check_text(text, alphabet):

@@ -221,6 +221,8 @@ class TheLabsTokenizerTests(unittest.TestCase):
                     ("merges missing", {k: v for k, v in data.items() if k != "merges"}, fields),
                     ("vocab a list", {**data, "vocab": list(vocab)}, fields),
                     ("version 2", {**data, "version": 2}, fields),
+                    ("an ID given twice", {**data, "vocab": {**vocab, "z": 25}},
+                     f"{not_ours} (its vocab's IDs are not 0 to 95, each once)"),
                     ("merges 0 and 1 swapped", {**data, "merges": swapped},
                      f"{not_ours} (merge 0 {merges[1]} does not make token {A}, "
                      f"{tokenizer().vocab[A]!r})")):
