@@ -242,12 +242,8 @@ def linear_backward(d_y, x, W):
 
 def init_params(vocab, d, hidden, max_len, seed):
     """Fresh parameters, PARAMETERS in order: one random.Random(seed) draws gauss(0.0, 0.02)
-    for each entry of the matrices, in turn, row by row; gains 1.0, biases 0.0.
-
-    >>> p = init_params(**SIZES, seed=3)
-    >>> count_params(p), shape(p["tok_emb"]), shape(p["W1"])
-    (7440, (96, 16), (16, 64))
-    """
+    for each entry of the matrices, in turn, row by row; gains 1.0, biases 0.0."""
+    check_seed(seed)
     sizes = {"V": vocab, "P": max_len, "d": d, "H": hidden}
     rng = random.Random(seed)
     p = {}
@@ -372,6 +368,11 @@ def check(signature, *args):
                 raise ValueError(f"{who}: {name} has shape {found}, but it must be ({wanted}) "
                                  f"with {letter} = {sizes[letter]}, as in {seen_in[letter]}")
     return sizes
+
+
+def check_seed(seed):
+    if type(seed) is not int:   # None draws other numbers on each call, "3" others than 3's
+        raise TypeError(f"init_params: seed must be an int, not {seed!r:.20}")
 
 
 def check_ids(ids, vocab, what):

@@ -345,7 +345,8 @@ class GradientTests(unittest.TestCase):
         for eps, code, written in ((model.EPS, 0, [wrote]), (100 * model.EPS, 1, [])):
             with mock.patch.object(model, "EPS", eps), \
                     mock.patch.object(bpe, "write_texts") as write:
-                self.assertEqual(run_script(LAB / "tools" / "record_reference.py")[0], code)
+                found, _, said = run_script(LAB / "tools" / "record_reference.py")
+            self.assertEqual(found, code, said)     # said: why it wrote nothing
             self.assertEqual([call.args[0] for call in write.call_args_list], written)
 
 
@@ -409,4 +410,6 @@ class Refusals(unittest.TestCase):
             ("matmul: 3 against 2 rows", lambda: model.matmul([[1.0] * 3], [[1.0, 0.0]] * 2),
              ValueError, r"b has shape \(2, 2\), but it must be \(k, m\) with k = 3, as in a"),
             ("transpose: ragged", lambda: model.transpose([[1.0, 2.0], [3.0]]), ValueError,
-             r"rows of lengths \[1, 2\]")])
+             r"rows of lengths \[1, 2\]"),
+            ("init_params: a seed read as text", lambda: model.init_params(**model.SIZES,
+             seed="3"), TypeError, "init_params: seed must be an int, not '3'")])
