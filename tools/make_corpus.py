@@ -67,14 +67,12 @@ def check_present(path):
 
 
 def lines_of(path):
-    """(where, line) for each line that is not empty or a comment; a BOM is dropped, and a
-    byte that is not UTF-8 reads as "\ufffd", a character outside the alphabet."""
+    """(where, line) for each line that is not empty or a comment, of a file in UTF-8
+    without a byte-order mark (bpe.read_text refuses another, saying how to save it)."""
     check_present(path)
-    with open(path, encoding="utf-8-sig", errors="replace") as file:
-        for number, line in enumerate(file, 1):
-            line = line.rstrip("\n")
-            if line.strip() and not line.startswith("#"):
-                yield f"{os.path.relpath(path)} line {number}", line
+    for number, line in enumerate(bpe.read_text(path).splitlines(), 1):
+        if line.strip() and not line.startswith("#"):
+            yield f"{os.path.relpath(path)} line {number}", line
 
 
 def read_plots(path=PLOTS_PATH):
@@ -427,7 +425,7 @@ def read_quotas(path=None):
     bad = [name for name, n in quotas.items() if type(n) is not int or n < 0]   # a hand edit
     if bad:
         raise bpe.FileProblem(f"{os.path.relpath(path)}: the quota of {bad[0]} is not a "
-                              f"whole number from 0 up")
+                              f"whole number from 0 up: make it one, or {advice}")
     return quotas
 
 
