@@ -154,8 +154,8 @@ def reference():
     try:
         return bpe.read_json(REFERENCE)
     except (OSError, bpe.FileProblem) as problem:
-        raise bpe.FileProblem(f"tests/reference.json cannot be used ({problem}): python3 "
-                              f"tools/record_reference.py writes it afresh") from None
+        raise bpe.FileProblem(f"tests/reference.json cannot be used ({problem}): take it from "
+                              f"the lab's archive (or git checkout tests/reference.json)") from None
 
 
 def kept(cache, keys):

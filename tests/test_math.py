@@ -319,8 +319,8 @@ class GradientTests(unittest.TestCase):
         from tests.test_mistakes import SOURCE, module_of
         original = module_of(SOURCE)        # a learner's rewrite: test_model.py's to judge
         text = diagnosis.recorded(original)
+        stored = diagnosis.reference()      # a file that cannot be used: one line, what to do
         if text != diagnosis.REFERENCE.read_text(encoding="utf-8"):
-            stored = diagnosis.reference()
             unrecorded = [f"{name}'s {key}" for name, found in json.loads(text).items()
                           for key in found if key not in stored.get(name, {})]
             if unrecorded:      # an output the diagnosis reads since: it would go unchecked
