@@ -90,7 +90,9 @@ class ReadmeTests(unittest.TestCase):
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             exec(loop, {"__name__": "readme_loop"})
-        last = out.getvalue().splitlines()[-1]
+        first, *_, last = out.getvalue().splitlines()
+        at_first = re.search(r"the loss, (\d\.\d+) at first", README).group(1)
+        self.assertEqual(f"{float(first.split()[3]):.2f}", at_first, first)
         loss, step = re.search(r"falls to (\d\.\d+) by step (\d+)", README).groups()
         self.assertTrue(last.startswith(f"step {step}: loss {loss} ("),
                         f"the loop prints {last!r}, but README.md says it falls to {loss} by "
