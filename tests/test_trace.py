@@ -40,11 +40,11 @@ class TraceTests(unittest.TestCase):
     def test_the_gradient_error_is_the_largest_of_every_tensor_a_nan_the_worst(self):
         numeric = {"b": [1.0, 3.0], "c": [[0.0]]}
         self.assertEqual(trace_block.compare_gradients({"b": [1.5, 2.0], "c": [[1.25]]}, numeric),
-                         {"parameters_checked": 3, "max_abs_error": 1.25})
+                         1.25)
         nan = trace_block.compare_gradients({"b": [math.nan, 3.0], "c": [[0.0]]}, numeric)
-        self.assertEqual(nan["max_abs_error"], math.inf)
+        self.assertEqual(nan, math.inf)
         flat = trace_block.compare_gradients({"b": [1.0, 3.0], "c": [0.0]}, numeric)
-        self.assertEqual(flat["max_abs_error"], math.inf)       # a matrix's rows run together
+        self.assertEqual(flat, math.inf)        # a matrix's rows run together
         with self.assertRaises(ValueError):         # a gradient of another size
             trace_block.compare_gradients({"b": [1.0], "c": [[0.0]]}, numeric)
 
