@@ -117,7 +117,7 @@ class TheLabsTokenizerTests(unittest.TestCase):
             (folder / "quotas.json").write_text(json.dumps(stored), "utf-8")
             code, out, err = run_main(tool.main, "--check")
             self.assertIn("tools/quotas.json: lead:leoo: no steered word", out)
-            if "do not keep the lesson's IDs" not in err:   # a teacher's corpus: they may not
+            if "do not keep the lesson's IDs" not in err:   # a teacher's corpus may move an ID
                 self.assertIn("corpus.txt, ", err)
                 self.assertIn("quotas.json; run: python3 tools/make_corpus.py\n", err)
             self.assertNotIn("stories.txt", err)            # no story typed in
