@@ -417,6 +417,8 @@ def run(args):
 def check_sentences(tok, name, hint=""):
     """tok, if it encodes the trace's sentences to lengths the trace can use; if not, one
     line that calls it name and ends with hint."""
+    if not isinstance(tok, Tokenizer):      # trace("a story ...") gives the story as tok
+        raise TypeError(f"{name} is a {type(tok).__name__}: a story goes in story=")
     try:
         lengths = [len(tok.encode(s)) for s in (ORDER_A, ORDER_B, GRADIENT_SENTENCE)]
     except ValueError as error:

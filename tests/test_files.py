@@ -58,6 +58,8 @@ class FileTests(unittest.TestCase):
                 self.assert_one_line(*run_main(main, *args), *parts)
         with self.assertRaisesRegex(ValueError, r"^the tokenizer given gives .*\(9 at most\)$"):
             trace_block.trace(tok=seventy)      # a program's own: not blamed on tokenizer.json
+        with self.assertRaisesRegex(TypeError, "^the tokenizer given is a str: a story goes in story="):
+            trace_block.trace("mia has a red hat.\n")      # the story, given as tok
 
     def test_the_twelve_fail_once_and_first_name_the_lab_file_not_a_lesson_function(self):
         from tests.test_mistakes import first_line, run_with
