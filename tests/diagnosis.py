@@ -438,13 +438,16 @@ def check_attention_backward(module):
 
     def f():
         return total(module.attention_forward(p, x)[0], d_out)
+    d_x_off = off_slopes("attention_backward step 1", f, "attention_forward", [("d_x", d_x, x)])
     for step, name in (("step 5", "Wo"), ("steps 5 and 4", "Wv"), ("steps 4 to 2", "Wq"),
                        ("steps 4 to 2", "Wk")):
+        if not d_x_off and name != "Wo":
+            step = "step 1"     # d_x is right, so d_q, d_k and d_v are: x_T · d_... is off
         off = off_slopes(f"attention_backward {step}", f, "attention_forward",
                          [(f"d_{name}", grads.get(name), p[name])])
         if off:
             return off
-    return off_slopes("attention_backward step 1", f, "attention_forward", [("d_x", d_x, x)])
+    return d_x_off
 
 
 def check_linear_backward(module):
@@ -456,15 +459,15 @@ def check_linear_backward(module):
 
 BACKWARD_STEPS = [   # the gradients in the order backward makes them, and the step
     ("W_out b_out", "backward step 4: the output scores' linear_backward"),
-    ("lnf_g lnf_b", "backward step 4: LNF's layernorm_backward (its gain or cache)"),
+    ("lnf_g lnf_b", "backward step 4: LNF's layernorm_backward (its inputs or outputs)"),
     ("b2", "backward step 4's d_x2 (LNF's layernorm_backward: its gain) or step 3's d_m = d_x2"),
     ("W2", "backward step 3: the MLP's second layer, linear_backward(d_m, act, W2)"),
     ("W1 b1", "backward step 3: the relu's gate (d_pre, where pre > 0), or the first layer"),
-    ("ln2_g ln2_b", "backward step 3: LN2's layernorm_backward (its gain or cache)"),
+    ("ln2_g ln2_b", "backward step 3: LN2's layernorm_backward (its inputs or outputs)"),
     ("Wo", "backward step 3's skip path or LN2's call (d_x1 = d_x2 + LN2's d_x), or step 2's "
            "d_a = d_x1: the gradient that reaches attention"),
     ("Wv Wq Wk", "backward step 2: attention_backward's call"),
-    ("ln1_g ln1_b", "backward step 2: LN1's layernorm_backward (its gain or cache)"),
+    ("ln1_g ln1_b", "backward step 2: LN1's layernorm_backward (its inputs or outputs)"),
     ("pos_emb", "backward step 1: pos_emb's gradient, a row per position of d_x0"),
     ("tok_emb", "backward step 1: tok_emb's gradient, a token's rows of d_x0 summed")]
 

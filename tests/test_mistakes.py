@@ -165,6 +165,8 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
      (',\n              matmul(d_v, transpose(p["Wv"])))', ")")),
     ("attention_backward steps 5 and 4", "d_v from the weights untransposed",
      ("matmul(transpose(weights), d_mixed)", "matmul(weights, d_mixed)")),
+    ("attention_backward step 1", "d_Wk from d_q",
+     ('"Wk": matmul(x_T, d_k)', '"Wk": matmul(x_T, d_q)')),
     ("attention_backward", "a gradient misnamed", ('"Wo": d_Wo}', '"W_o": d_Wo}')),
     ("attention_backward changed the cache in place",
      "d_scores written over the cache's weights, in place",
