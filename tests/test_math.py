@@ -14,7 +14,7 @@ import bpe
 import model
 import trace_block
 from test_model import series, tokenizer
-from tests.diagnosis import REPEATED, X1, X2, apart, raised, tiny
+from tests.diagnosis import LESSON, REPEATED, X1, X2, apart, raised, tiny
 from tests import LAB, diagnosis, run_script
 
 
@@ -47,7 +47,8 @@ class ExactSumTests(unittest.TestCase):
         """Each sum of model.py is rounded once (math.fsum): fed terms like TRAP, which come out
         otherwise when added any other way, each function gives what its steps give with each
         sum a math.fsum, checked in the order the functions build on each other: the first
-        failure names the function whose sum is off."""
+        failure names the function whose sum is off. Scores far above and below 0 among them
+        overflow exp, or leave a total of 0, unless each row is shifted by its own maximum."""
         try:
             self.the_list_helpers()
             self.layer_norm()
@@ -58,8 +59,10 @@ class ExactSumTests(unittest.TestCase):
         except (OverflowError, ValueError, ZeroDivisionError) as error:
             why = raised(error)
             if not isinstance(error, ValueError) or "math domain" in str(error):   # exp, log
-                why += (", on inputs as large as 2**52 (is each row of scores shifted by its "
-                        "own maximum?)")
+                names = [f.name for f in diagnosis.model_frames(error) if f.name in LESSON]
+                function = names[-1] if names else "model.py"
+                why = (f"{function} fails on scores far from 0, {why}: is each row of scores "
+                       f"shifted by its own maximum?")
             raise self.failureException(why) from None
 
     def assert_rounded_once(self, function, got, want, where="out"):
@@ -86,12 +89,15 @@ class ExactSumTests(unittest.TestCase):
     def softmax_and_its_backward(self):
         e = [math.exp(-X1), 1.0, math.exp(-X2)]
         # the maximum never first: exp(800) overflows if a row is shifted by its first score,
-        # exp(998) if by another row's; row 2's e_j / total are not e_j · (1 / total)
+        # exp(998) if by another row's; row 2's e_j / total are not e_j · (1 / total); row 3
+        # is all far below 0, where exp without the shift gives 0.0 and a total of 0
         e3 = [math.exp(-2.0), math.exp(-1.0), 1.0]
+        w3 = [v / math.fsum(e3) for v in e3]
         self.assert_rounded_once("softmax", model.softmax([[-X1, 0.0, -X2], [-800.0, 0.0, 0.0],
-                                                           [998.0, 999.0, 1000.0]]),
-                                 [[v / math.fsum(e) for v in e], [0.0, 0.5, 0.5],
-                                  [v / math.fsum(e3) for v in e3]], "weights")
+                                                           [998.0, 999.0, 1000.0],
+                                                           [-1002.0, -1001.0, -1000.0]]),
+                                 [[v / math.fsum(e) for v in e], [0.0, 0.5, 0.5], w3, w3],
+                                 "weights")
         # weights of powers of 2 whose products make a trap; then weights of no power of 2
         w, d_w = [0.5, 0.25, 0.125, 0.125], [2.0, 2.0 ** -52, 2.0 ** -51, 2.0 ** -103]
         rng = random.Random(3)
@@ -172,7 +178,8 @@ class ExactSumTests(unittest.TestCase):
                    # scores 745 or more below the top weigh exactly 0: each loss is that
                    # distance, and 2**116, 2**62, 2**62 and 2**10 make a trap for their mean
                    ([[0.0, -2.0 ** 116], [0.0, -2.0 ** 62], [0.0, -2.0 ** 62], [0.0, -2.0 ** 10]],
-                    [1, 1, 1, 1])]
+                    [1, 1, 1, 1]),
+                   ([[-3000.0, -3001.0, -3002.0]], [0])]    # all far below 0, as for softmax
         for logits, targets in cases:
             losses, d_logits = [], []
             for row, target in zip(logits, targets):
@@ -204,42 +211,6 @@ class ExactSumTests(unittest.TestCase):
                           f"({calls}), so its own sums cannot be handed traps")
         self.assert_rounded_once("backward", grads["tok_emb"][7], [2 * ROUNDED_ONCE] * 4,
                                  "d_tok_emb[7]")
-
-
-LARGE_SCORES = {   # what keeps each from failing on large scores
-    "softmax": "subtract each row's maximum before exp",
-    "loss_and_dlogits": "subtract each row's maximum before exp, and take -log softmax as top + "
-                        "log(total) - score, as a weight may round to 0.0"}
-
-
-class LargeScoreTests(unittest.TestCase):
-    """exp(1000) overflows: each softmax subtracts its row's maximum first."""
-
-    def on_large_scores(self, function, *args):
-        try:
-            return getattr(model, function)(*args)
-        except (OverflowError, ValueError, ZeroDivisionError) as error:   # exp overflowed or 0
-            why = (f"{function} fails on scores in the thousands, {raised(error)}: "
-                   f"{LARGE_SCORES[function]}")
-            raise self.failureException(why) from None
-
-    def test_softmax_with_scores_in_the_thousands(self):
-        scores = [[1000.0, 20000.0, -math.inf], [-5000.0, 3000.0, 2990.0],
-                  [-3000.0, -3001.0, -3002.0]]        # exp(-3000) is 0.0: the shift is no 0
-        weights = self.on_large_scores("softmax", [list(row) for row in scores])
-        for row, w in zip(scores, weights):
-            e = [math.exp(z - max(row)) for z in row]
-            for found, want in zip(w, [v / math.fsum(e) for v in e]):
-                self.assertAlmostEqual(found, want, places=15, msg=f"softmax: {row} gives {w}")
-
-    def test_the_loss_with_scores_in_the_thousands(self):
-        logits = [[1000.0, 1001.0, 1002.0], [-5000.0, 3000.0, 2990.0],   # exp(-8000) is 0.0
-                  [-3000.0, -3001.0, -3002.0]]        # exp(-3000) too: the shift is no 0
-        loss, d_logits = self.on_large_scores("loss_and_dlogits", logits, [0, 0, 0])
-        spread = math.log(1 + math.exp(-1) + math.exp(-2))
-        want = [2.0 + spread, 8000.0 + math.log1p(math.exp(-10)), spread]
-        self.assertAlmostEqual(loss, math.fsum(want) / 3, places=9)
-        self.assertAlmostEqual(d_logits[1][1], 1 / (1 + math.exp(-10)) / 3, places=15)
 
 
 class GradientTests(unittest.TestCase):
