@@ -125,11 +125,20 @@ class TheLabsTokenizerTests(unittest.TestCase):
              "plots.txt line 28: a second word list for colour"),
             (("hands-to hands-y", "hands-to hands-x"), "give's words are among gives-to, "),
             (("a shiny {c} {o}.", "a shiny {c} {o}"),
-             "plots.txt line 39: '{a} {has} a shiny {c} {o}': a sentence ends with a full stop")]
+             "plots.txt line 39: '{a} {has} a shiny {c} {o}': a sentence ends with a full stop"),
+            (("a shiny {c} {o}.", "a shiny {c} {hat}."), "plots.txt line 39: unknown fields"),
+            (("@at at | by", "@at at"), "plots.txt line 30: a kind needs other words after '|'"),
+            (("== zoo 1", "== zoo one"), "a plot starts with '== name' or '== name weight'"),
+            (("== first_like 6", "mia has a hat.\n== first_like 6"),
+             "plots.txt line 38: a sentence before the first '== name' line")]
         cases = [(tool.read_plots, "plots.txt", plots.replace(*edit), said)
                  for edit, said in bad_plots]
         cases += [(tool.read_stories, "stories.txt", "Mia has a hat.\n",
                    "stories.txt line 1: 'Mia': a story is written in lower case"),
+                  (tool.read_stories, "stories.txt", "sam  has a kite.\n",
+                   "stories.txt line 1: spaces at the story's ends or two in a row"),
+                  (tool.read_stories, "stories.txt", "sam has a kite\n",
+                   "stories.txt line 1: a story ends with a full stop"),
                   (tool.read_stories, "stories.txt", "sam has a kite.\n".encode("utf-16"),
                    "stories.txt is not UTF-8 (byte 0): save it as UTF-8"),
                   *[(tool.read_quotas, "quotas.json", f'{{"quotas": {{"colour:red": {n}}}}}',
