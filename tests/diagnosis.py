@@ -341,9 +341,9 @@ def check_softmax(module):
         return "softmax changed its input scores in place: make new lists"
     for i, row in enumerate(weights):
         if abs(math.fsum(row) - 1) > 1e-12 or min(row) < 0:
-            return f"softmax: row {i} is {row}: weights are at least 0 and sum to 1"
+            return f"softmax: weights are at least 0 and sum to 1, but row {i} is {row}"
         if any(w != 0.0 for w, z in zip(row, scores[i]) if z == -math.inf):
-            return f"softmax: row {i} is {row}: a score of -inf must weigh exactly 0"
+            return f"softmax: a score of -inf must weigh exactly 0, but row {i} is {row}"
         if module.softmax([scores[i]])[0] != row:
             return f"softmax: row {i} changes when it is alone: use its own maximum and total"
     return against_reference(module, "softmax")
