@@ -614,8 +614,11 @@ def answering(answer):
 def fsum_calls():
     """(offset, function) of each call of math.fsum in model.py, before its input checks."""
     end = SOURCE.index("################ Input checks")
-    return [(m.start(), re.findall(r"^def (\w+)", SOURCE[:m.start()], re.M)[-1])
-            for m in re.finditer(r"\bfsum\(", SOURCE[:end])]
+    calls = []
+    for match in re.finditer(r"\bfsum\(", SOURCE[:end]):    # model.py's comments write "fsum" with no "("
+        function = re.findall(r"^def (\w+)", SOURCE[:match.start()], re.M)[-1]    # the def above it
+        calls.append((match.start(), function))
+    return calls
 
 
 def sum_left_to_right(terms):
