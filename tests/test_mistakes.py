@@ -614,9 +614,9 @@ def answering(answer):
 def fsum_calls():
     """(offset, function) of each call of math.fsum in model.py, before its input checks."""
     end = SOURCE.index("################ Input checks")
-    calls = []
-    for match in re.finditer(r"\bfsum\(", SOURCE[:end]):    # model.py's comments write "fsum" with no "("
-        function = re.findall(r"^def (\w+)", SOURCE[:match.start()], re.M)[-1]    # the def above it
+    calls = []      # model.py's comments write "fsum" with no "(" after it
+    for match in re.finditer(r"\bfsum\(", SOURCE[:end]):
+        function = re.findall(r"^def (\w+)", SOURCE[:match.start()], re.M)[-1]   # the def above
         calls.append((match.start(), function))
     return calls
 
