@@ -92,9 +92,9 @@ class ReadmeTests(unittest.TestCase):
             exec(loop, {"__name__": "readme_loop"})
         first, *_, last = out.getvalue().splitlines()
         at_first = re.search(r"the loss, (\d\.\d+) at first", README).group(1)
-        self.assertEqual(f"{float(first.split()[3]):.2f}", at_first, first)
         loss, step = re.search(r"falls to (\d\.\d+) by step (\d+)", README).groups()
-        self.assertTrue(last.startswith(f"step {step}: loss {loss} ("),
-                        f"the loop prints {last!r}, but README.md says it falls to {loss} by "
-                        f"step {step} (after an edit of the corpus or the math, run it and "
-                        f"restate it)")
+        said = (f"the loop prints {first!r} and {last!r}, but README.md says the loss is "
+                f"{at_first} at first and falls to {loss} by step {step} (after an edit of "
+                f"the corpus or the math, run it and restate both)")
+        self.assertEqual(f"{float(first.split()[3]):.2f}", at_first, said)
+        self.assertTrue(last.startswith(f"step {step}: loss {loss} ("), said)
