@@ -301,9 +301,9 @@ def main(argv=None):
 
 
 def run_reporting_problems(action, errors="backslashreplace"):
-    """Run action() and return its exit code: a file of the lab's that cannot be used, or a
-    function tools/exercise.py blanked, is one line on standard error, exit 1; a reader that
-    stops early (| head) ends it quietly."""
+    """Run action() and return its exit code: a file of the lab's that cannot be used (missing,
+    say, or not permitted), or a function tools/exercise.py blanked, is one line on standard
+    error, exit 1; a reader that stops early (| head) ends it quietly."""
     if hasattr(sys.stdout, "reconfigure"):      # a test's StringIO has none
         sys.stdout.reconfigure(errors=errors)   # how it prints a letter its encoding lacks
     try:
@@ -312,12 +312,12 @@ def run_reporting_problems(action, errors="backslashreplace"):
         return code
     except (FileProblem, NotImplementedError) as problem:
         return report(str(problem))
-    except FileNotFoundError as error:
-        remake = REMAKE.get(os.path.basename(error.filename), "")
-        return report(f"cannot read {error.filename}: no such file{remake}")
     except BrokenPipeError:     # the flush at exit would fail too: send it to the null device
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except OSError as error:    # a file missing (REMAKE: what makes it), or one not permitted
+        remake = REMAKE.get(os.path.basename(error.filename or ""), "")
+        return report(f"cannot use {error.filename}: {error.strerror}{remake}")
 
 
 def report(message):

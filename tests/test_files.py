@@ -56,6 +56,9 @@ class FileTests(unittest.TestCase):
         for files, main, args, parts in cases:
             with self.subTest(files=str(files)[:60], args=args), lab_copy(**files):
                 self.assert_one_line(*run_main(main, *args), *parts)
+        with lab_copy(tokenizer_json=None) as folder:     # a folder where the file belongs
+            (folder / "tokenizer.json").mkdir()
+            self.assert_one_line(*run_main(bpe.main, "--check"), "cannot use", "tokenizer.json")
         with self.assertRaisesRegex(ValueError, r"^the tokenizer given gives .*\(9 at most\)$"):
             trace_block.trace(tok=seventy)      # a program's own: not blamed on tokenizer.json
         with self.assertRaisesRegex(TypeError, "^the tokenizer given is a str: a story goes in story="):

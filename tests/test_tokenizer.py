@@ -139,6 +139,7 @@ class TheLabsTokenizerTests(unittest.TestCase):
                    "stories.txt line 1: spaces at the story's ends or two in a row"),
                   (tool.read_stories, "stories.txt", "sam has a kite\n",
                    "stories.txt line 1: a story ends with a full stop"),
+                  (tool.read_stories, "stories.txt", "", "stories.txt is empty: take "),
                   (tool.read_stories, "stories.txt", "sam has a kite.\n".encode("utf-16"),
                    "stories.txt is not UTF-8 (byte 0): save it as UTF-8"),
                   *[(tool.read_quotas, "quotas.json", f'{{"quotas": {{"colour:red": {n}}}}}',
@@ -187,8 +188,8 @@ class TheLabsTokenizerTests(unittest.TestCase):
                  ["its line 99 is '(the end)', trained now '    \"", "python3 bpe.py --write"]),
                 ({"tokenizer_json": b"".join(lines).replace(b"\n", b"\r\n")},    # Windows
                  ["its line 1 is '{\\r\\n', trained now '{\\n'"]),
-                ({"tokenizer_json": None}, ["no such file. Run: python3 bpe.py --write"]),
-                ({"corpus_txt": None}, ["no such file. Run: python3 tools/make_corpus.py"])):
+                ({"tokenizer_json": None}, ["No such file", ". Run: python3 bpe.py --write"]),
+                ({"corpus_txt": None}, ["No such file", ". Run: python3 tools/make_corpus.py"])):
             with self.subTest(words=words[0]), lab_copy(**files):
                 code, out, err = run_main(bpe.main, "--check")
                 self.assertEqual(code, 1)

@@ -69,8 +69,11 @@ def check_present(path):
 def lines_of(path):
     """(where, line) for each line that is not empty or a comment, of a file in UTF-8
     without a byte-order mark (bpe.read_text refuses another, saying how to save it)."""
-    check_present(path)
-    for number, line in enumerate(bpe.read_text(path).splitlines(), 1):
+    advice = check_present(path)
+    text = bpe.read_text(path)
+    if not text.strip():        # cut short, say (a file of no stories keeps its comments)
+        raise bpe.FileProblem(f"{os.path.relpath(path)} is empty: {advice}")
+    for number, line in enumerate(text.splitlines(), 1):
         if line.strip() and not line.startswith("#"):
             yield f"{os.path.relpath(path)} line {number}", line
 
