@@ -68,7 +68,8 @@ class FileTests(unittest.TestCase):
         from tests.test_mistakes import first_line, run_with
         trace = (LAB / "block-trace.json").read_bytes()
         for files, said, then in (
-                ({"tokenizer_json": None}, "FileProblem: [Errno 2] No such", "bpe.py --write"),
+                ({"tokenizer_json": None}, "FileNotFoundError: [Errno 2] No such",
+                 "tokenizer.json'. Run: python3 bpe.py --write"),
                 ({"corpus_txt": None}, "FileNotFoundError: [Errno 2] No such",
                  "corpus.txt'. Run: python3 tools/make_corpus.py"),
                 ({"block_trace_json": trace.replace(b"\n", b"\r\n")},
