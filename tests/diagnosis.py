@@ -623,8 +623,9 @@ def rounded_otherwise(module, names):
 
 def not_rounded_once(name):
     """What moves the last bit of name's numbers, in words."""
-    said = ("a sum is not rounded once (use math.fsum), or a step is done otherwise than the "
-            "lesson's formula (an ε of one's own, too), which the lab holds to the last bit")
+    said = ("a sum is not rounded once (use math.fsum), as sum() and math.sumprod are not, or a "
+            "step is done otherwise than the lesson's formula (or with an ε other than "
+            "model.EPS), which the lab holds to the last bit")
     if name in OTHERWISE:
         said += f" ({OTHERWISE[name]})"
     return said

@@ -277,9 +277,9 @@ CAUGHT_BY_THE_LAB = [   # (the mistake, its edit, the lab's tests that catch it,
     ("softmax multiplying by 1 / total",
      ("weights.append([e_j / total for e_j in e])",
       "weights.append([e_j * (1.0 / total) for e_j in e])"), EXACT_SUMS,
-     "softmax: a sum is not rounded once (use math.fsum), or a step is done otherwise than "
-     "the lesson's formula (an ε of one's own, too), which the lab holds to the last bit "
-     "(exp(z) for exp(z - max), "
+     "softmax: a sum is not rounded once (use math.fsum), as sum() and math.sumprod are not, "
+     "or a step is done otherwise than the lesson's formula (or with an ε other than "
+     "model.EPS), which the lab holds to the last bit (exp(z) for exp(z - max), "
      "e * (1 / total) for e / total"),
     ("softmax's maximum started at 0", ("top = max(row)\n" + SHIFTED + "        weights",
                                         "top = max(0.0, *row)\n" + SHIFTED + "        weights"),
@@ -306,9 +306,9 @@ CAUGHT_BY_THE_LAB = [   # (the mistake, its edit, the lab's tests that catch it,
      EXACT_SUMS, "backward: a sum is not rounded once (use math.fsum)"),
     ("softmax_backward multiplied out, w_j · d_w_j - w_j · average",
      ("[w_j * (d_w_j - average) for", "[w_j * d_w_j - w_j * average for"), EXACT_SUMS,
-     "softmax_backward: a sum is not rounded once (use math.fsum), or a step is done "
-     "otherwise than the lesson's formula (an ε of one's own, too), which the lab holds to "
-     "the last bit (w · d_w - "
+     "softmax_backward: a sum is not rounded once (use math.fsum), as sum() and math.sumprod "
+     "are not, or a step is done otherwise than the lesson's formula (or with an ε other "
+     "than model.EPS), which the lab holds to the last bit (w · d_w - "
      "w · average, or the full Jacobian's"),
     ("attention_backward adding d_x's three parts with +",
      ('d_x = add(matmul(d_q, transpose(p["Wq"])), matmul(d_k, transpose(p["Wk"])),\n'
