@@ -16,9 +16,10 @@ from tests import diagnosis  # noqa: E402
 
 def record():
     """Write reference.json, unless model.py's trace is not the recorded one (a mistake)."""
-    if not trace_block.check()[0]:
-        return bpe.report("tools/record_reference.py: nothing was written: model.py's figures "
-                          "differ from block-trace.json (python3 trace_block.py --check)")
+    ok, said = trace_block.check()
+    if not ok:
+        return bpe.report(f"tools/record_reference.py wrote nothing, as python3 trace_block.py "
+                          f"--check says: {said}")
     bpe.write_texts({str(diagnosis.REFERENCE): diagnosis.recorded()})
     print(f"wrote {diagnosis.REFERENCE}")
     return 0
