@@ -41,7 +41,7 @@ def trace(tok=None, story=None):
     tok = load_tokenizer() if tok is None else check_sentences(tok, "the tokenizer given")
     where = "the story"
     if story is None:                   # the first line of corpus.txt, with its newline
-        where = "corpus.txt line 1, the first story,"
+        where = "corpus.txt line 1 (the first story)"
         story = bpe.read_corpus().partition("\n")[0] + "\n"
     ids = encode_story(tok, story, where)
     p = build(tok, SERIES)

@@ -48,9 +48,9 @@ class FileTests(unittest.TestCase):
             ({"corpus_txt": b"mia has a hat.\n"}, bpe.main, ["--write"],
              ["no pair left to merge"]),
             ({"corpus_txt": FIRST + b" mia has a red hat." * 6 + CORPUS[len(FIRST):]},
-             trace_block.main, [], ["corpus.txt line 1, the first story, holds", "from 2 to 65"]),
+             trace_block.main, [], ["corpus.txt line 1 (the first story) holds", "from 2 to 65"]),
             ({"corpus_txt": b"Mia" + CORPUS[3:]}, trace_block.main, [],
-             ["corpus.txt line 1, the first story,: character 'M'", "python3 bpe.py --check"]),
+             ["corpus.txt line 1 (the first story): character 'M'", "python3 bpe.py --check"]),
             ({"block_trace_json": b""}, trace_block.main, ["--check"],
              ["block-trace.json is empty: python3 trace_block.py --write"])]
         for files, main, args, parts in cases:
