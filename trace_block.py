@@ -425,9 +425,9 @@ def check_sentences(tok, name, hint=""):
         raise FileProblem(f"{name} cannot encode the trace's sentences: {error}{hint}") from None
     most = TINY["max_len"] + 1      # the small copy reads its positions, plus one
     if lengths[0] != lengths[1] or lengths[2] > most:
-        raise FileProblem(f"{name} gives the order sentences {lengths[:2]} tokens (equal "
-                          f"needed), {GRADIENT_SENTENCE!r} {lengths[2]} ({most} at most)"
-                          f"{hint}")
+        raise FileProblem(f"{name} gives the order sentences {lengths[0]} and {lengths[1]} "
+                          f"tokens, {GRADIENT_SENTENCE!r} {lengths[2]}: the trace needs the "
+                          f"first two equal, the third at most {most}{hint}")
     return tok
 
 
