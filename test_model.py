@@ -211,11 +211,14 @@ def noting_failures(method):
             why = raised(error)
             earlier = [n for n, c in FAILED.items() if c == cause(error)]
             if earlier:
-                self.skipTest(f"{earlier[0]} failed on this already: {why}")
+                self.skipTest(f"the same {type(error).__name__} as {earlier[0]}")
             FAILED[method.__name__] = cause(error)
             if isinstance(error, (trace_block.FileProblem, OSError)):  # a lab file
                 raise self.failureException(why) from None
-            raise self.failureException(f"{diagnosis()}\n\n{why}") from None
+            which = diagnosis()
+            if why in which:        # a blank function, say: the diagnosis's line says it all
+                raise self.failureException(which) from None
+            raise self.failureException(f"{which}\n\n{why}") from None
     return test
 
 
