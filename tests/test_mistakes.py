@@ -234,6 +234,8 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
      ('set(cache["ids"])', 'set(cache["ids"][:-1])')),
     ("backward step 3's skip path", "LN2 given LN1's gain",
      ('(d_h2, p["ln2_g"]', '(d_h2, p["ln1_g"]')),
+    ("backward step 3: LN2's layernorm_backward", "LN2 given LN1's cache",
+     ('p["ln2_g"], cache["ln2"])', 'p["ln2_g"], cache["ln1"])')),
     ("backward step 4's d_x2", "LNF given LN2's gain", ('(d_hf, p["lnf_g"]', '(d_hf, p["ln2_g"]')),
     ("backward: it returns one dict", "a default grads={}, filled in each call",
      [("def backward(p, cache, d_logits):", "def backward(p, cache, d_logits, grads={}):"),
