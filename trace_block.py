@@ -179,9 +179,9 @@ def last_logits_gap(p, tok, use_positions):
 
 AFTER_A_CHANGE = """\
 A function you wrote, a break-it or a slip moved them? python3 -m unittest -v
-test_model.py names the function; python3 tools/exercise.py --restore undoes it, if kept.
-Corpus edited? tools/README.md. Math changed on purpose, or the file recorded from a
-broken model.py that is mended now? python3 trace_block.py --write"""
+test_model.py names the function; python3 tools/exercise.py --restore puts back the
+model.py it kept. Corpus edited? tools/README.md. Math changed on purpose, or the file
+recorded from a broken model.py that is mended now? python3 trace_block.py --write"""
 
 
 def to_json(figures):
