@@ -593,8 +593,8 @@ OTHERWISE = {   # steps that round otherwise than the lesson's formula, as learn
                           "one math.fsum, or softmax's backward written out within it",
     "forward": "a bias added within its dot product's math.fsum, for after it",
     "loss_and_dlogits": "top + log(total) - z added with + and -, or -log(e / total), for one "
-                        "math.fsum of top, log(total) and -z; or a shift by another score than "
-                        "the row's maximum",
+                        "math.fsum of top, log(total) and -z; the rows' losses added one by one "
+                        "for their mean; or a shift by another score than the row's maximum",
     "backward": "a token's rows of d_x0, or a linear step's terms, added one by one for one "
                 "math.fsum; or, with no model.py kept by tools/exercise.py to tell them apart, "
                 "a layer's backward that it calls"}
