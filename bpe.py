@@ -365,8 +365,8 @@ def check_text(text, alphabet):
 def check_ids(ids, vocab_size):
     wrong = [i for i in ids if type(i) is not int]
     if wrong:       # True would be token 1, silently
-        raise TypeError(f"token IDs must be ints, not one holding {wrong[0]!r:.20}")
-    outside = [i for i in ids if not 0 <= i < vocab_size]
+        raise TypeError(f"token IDs must be a list of ints, not one holding {wrong[0]!r:.20}")
+    outside = list(dict.fromkeys(i for i in ids if not 0 <= i < vocab_size))   # as model.py's
     if outside:     # -1 would be the last token, silently
         raise ValueError(f"token IDs outside the vocabulary of size {vocab_size}: {outside[:5]}")
 

@@ -248,6 +248,8 @@ class TheLabsTokenizerTests(unittest.TestCase):
                 ("encode 'Mia'", lambda: tok.encode("Mia"), ValueError, "'M' at position 0"),
                 *[(f"decode {i}", lambda i=i: tok.decode([0, i]), ValueError,
                    "outside the vocabulary") for i in (96, -1)],
+                ("decode 96 twice", lambda: tok.decode([96, 96, -1]), ValueError,
+                 r"size 96: \[96, -1\]$"),        # each offender once, as forward says them
                 ("decode True", lambda: tok.decode([0, True]), TypeError, "not one holding True")):
             with self.subTest(case=case), self.assertRaisesRegex(exception, message):
                 call()
