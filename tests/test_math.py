@@ -57,9 +57,10 @@ class ExactSumTests(unittest.TestCase):
             self.the_loss()
             self.the_embeddings_gradient()
         except Exception as error:
-            if not diagnosis.model_frames(error):       # the test's own fault: its traceback
+            frames = diagnosis.model_frames(error)
+            if not frames:          # the test's own fault: its traceback
                 raise
-            names = [f.name for f in diagnosis.model_frames(error) if f.name in LESSON]
+            names = [f.name for f in frames if f.name in LESSON]
             function = names[-1] if names else "model.py"
             why = f"{function} raised {raised(error)}"
             overflow = isinstance(error, (OverflowError, ZeroDivisionError))    # exp, total 0
