@@ -273,10 +273,10 @@ def forward(p, ids, use_positions=True):
     h1, ln1 = layernorm_forward(x0, p["ln1_g"], p["ln1_b"])     # (T, d)
     a, att = attention_forward(p, h1)                           # (T, d)
     x1 = add(x0, a)                                             # (T, d)
-    # 3. the MLP, pre-norm, with a skip path around it
+    # 3. the MLP, pre-norm, with a skip path around it (max(z, 0.0) keeps a nan, to be refused)
     h2, ln2 = layernorm_forward(x1, p["ln2_g"], p["ln2_b"])     # (T, d)
     pre = linear(h2, p["W1"], p["b1"])                          # (T, H)
-    act = [[max(0.0, z) for z in row] for row in pre]           # (T, H): relu, mlp_hidden
+    act = [[max(z, 0.0) for z in row] for row in pre]           # (T, H): relu, mlp_hidden
     m = linear(act, p["W2"], p["b2"])                           # (T, d)
     x2 = add(x1, m)                                             # (T, d)
     # 4. output scores, after one more layer norm

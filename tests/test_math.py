@@ -366,6 +366,9 @@ class Refusals(unittest.TestCase):
              re.escape("target IDs outside the vocabulary of size 96: [96]")),
             ("a score of nan", lambda: model.loss_and_dlogits([[0.0, math.nan]], [1]),
              ValueError, "logits row 0 holds inf or nan"),
+            ("a nan in W1, past the relu", lambda: model.loss_and_dlogits(model.forward(
+                {**series(), "W1": [[math.nan] * 64] + series()["W1"][1:]}, [1, 2])[0], [2, 3]),
+             ValueError, "logits row 0 holds inf or nan"),
             ("a row for logits", lambda: model.loss_and_dlogits(logits[0], [1]), ValueError,
              r"logits has shape \(96,\), but it must be \(T, V\)$"),
             ("forward's (logits, cache)", lambda: model.loss_and_dlogits(

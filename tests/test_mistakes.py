@@ -198,7 +198,7 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
     ("forward: its cache's 'att' is a list", "attention's output kept as its cache",
      ('"h1": h1, "att": att,', '"h1": h1, "att": a,')),
     ("forward step 3: the relu", "no relu",
-     ("act = [[max(0.0, z) for z in row] for row in pre]", "act = pre")),
+     ("act = [[max(z, 0.0) for z in row] for row in pre]", "act = pre")),
     ("forward changed the parameters in place", "tok_emb's rows changed in place",
      [('x0 = [list(p["tok_emb"][i]) for i in ids]', 'x0 = [p["tok_emb"][i] for i in ids]'),
       ('        x0 = add(x0, p["pos_emb"][:len(ids)])',
@@ -430,7 +430,7 @@ class LearnerMistakes(unittest.TestCase):
         kept model.py, tells from backward's own steps."""
         self.assertIsNone(diagnosis.first_wrong(planted((MASK, "if j <= i else -1e9"))))
         for relu in ("max(0, z)", "z * (z > 0)"):
-            module = planted(("max(0.0, z) for z in row] for row in pre]",
+            module = planted(("max(z, 0.0) for z in row] for row in pre]",
                               f"{relu} for z in row] for row in pre]"),
                              ("weights.append([e_j / total for e_j in e])",
                               "weights.append(tuple(e_j / total for e_j in e))"))
