@@ -273,7 +273,7 @@ def forward(p, ids, use_positions=True):
     h1, ln1 = layernorm_forward(x0, p["ln1_g"], p["ln1_b"])     # (T, d)
     a, att = attention_forward(p, h1)                           # (T, d)
     x1 = add(x0, a)                                             # (T, d)
-    # 3. the MLP, pre-norm, with a skip path around it (max(z, 0.0) keeps a nan, to be refused)
+    # 3. the MLP, pre-norm, with a skip path around it (the relu, max(z, 0.0), passes a nan on)
     h2, ln2 = layernorm_forward(x1, p["ln2_g"], p["ln2_b"])     # (T, d)
     pre = linear(h2, p["W1"], p["b1"])                          # (T, H)
     act = [[max(z, 0.0) for z in row] for row in pre]           # (T, H): relu, mlp_hidden
