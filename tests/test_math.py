@@ -295,8 +295,8 @@ class GradientTests(unittest.TestCase):
         original = module_of(SOURCE)        # a learner's rewrite: test_model.py's to judge
         try:
             text = diagnosis.recorded(original)
-        except Exception:       # a function raises on the diagnosis's inputs: which, in one line
-            raise self.failureException(diagnosis.first_wrong(original)) from None
+        except Exception as error:      # a function raises on the diagnosis's inputs: which
+            raise self.failureException(diagnosis.first_wrong(original) or raised(error)) from None
         stored = diagnosis.reference()      # a file that cannot be used: one line, what to do
         if text != diagnosis.REFERENCE.read_text(encoding="utf-8"):
             unrecorded = [f"{name}'s {key}" for name, found in json.loads(text).items()
