@@ -98,8 +98,7 @@ def learn_merges(text, vocab_size, pattern=PATTERN):
     """
     check_size(text, vocab_size)
     vocab, chunks, chunk_counts = start_training(text, pattern)
-    merges = []
-    counts = []
+    merges, counts = [], []
     while len(vocab) < vocab_size:
         pair_counts = {}
         for ids, chunk_count in zip(chunks, chunk_counts):
@@ -185,8 +184,7 @@ class FileProblem(ValueError):
 
 def read_text(path):
     """A UTF-8 file's text, as stored (line ends untouched); a byte-order mark is refused."""
-    with open(path, "rb") as file:      # a missing file: FileNotFoundError
-        data = file.read()
+    data = Path(path).read_bytes()      # a missing file: FileNotFoundError
     if data.startswith(b"\xef\xbb\xbf"):     # U+FEFF would join the alphabet, moving every ID
         raise FileProblem(f"{path} starts with a byte-order mark: save it as UTF-8 without one")
     try:
@@ -356,6 +354,8 @@ def check_fields(data):
 
 
 def check_text(text, alphabet):
+    if not isinstance(text, str):       # bytes, say, would be refused as "character 109"
+        raise TypeError(f"encode: text must be a str, not a {type(text).__name__}")
     for position, char in enumerate(text):
         if char not in alphabet:    # every one-character token is in the base alphabet
             raise ValueError(f"character {char!r} at position {position} is not in the "

@@ -246,6 +246,8 @@ class TheLabsTokenizerTests(unittest.TestCase):
                 ("below the alphabet", lambda: bpe.Tokenizer.train("abc", 2), ValueError,
                  "smaller than the base alphabet"),
                 ("encode 'Mia'", lambda: tok.encode("Mia"), ValueError, "'M' at position 0"),
+                ("encode bytes", lambda: tok.encode(b"mia"), TypeError,
+                 "text must be a str, not a bytes"),
                 *[(f"decode {i}", lambda i=i: tok.decode([0, i]), ValueError,
                    "outside the vocabulary") for i in (96, -1)],
                 ("decode 96 twice", lambda: tok.decode([96, 96, -1]), ValueError,
