@@ -528,6 +528,14 @@ def check_backward(module):
             off = off_slopes(step, loss, "the loss", [(name, grads.get(name), p[name])])
             if off:         # else off only along the direction, by many entries a hair off each
                 return off
+    for row in p["W1"]:     # pre exactly 0 in column 0, where no central difference can judge
+        row[0] = 0.0
+    p["b1"][0] = 0.0
+    logits, cache = module.forward(p, x)
+    d_b1 = module.backward(p, cache, module.loss_and_dlogits(logits, y)[1])["b1"][0]
+    if d_b1 != 0.0:
+        return (f"backward step 3: the relu's gate: b1[0] is {d_b1:.6}, where pre is 0 at every "
+                f"position; the relu's gradient at 0 is 0 (d_pre where pre > 0, not >= 0)")
     return None
 
 
@@ -554,6 +562,9 @@ def first_wrong(module=model, names=None):
     nothing written is wrong, the first in the lesson's order; when none fails,
     rounded_otherwise(); and before a finding, an earlier function that passed its check but
     is off in its last bits (a hair off there can move a later function's numbers more)."""
+    twice = defined_twice(module)
+    if twice:
+        return twice
     blanks, passed = [], []
     for name in names or CHECKS:
         try:
@@ -581,6 +592,21 @@ def first_wrong(module=model, names=None):
     return rounded_otherwise(module, names or CHECKS)
 
 
+def defined_twice(module):
+    """"model.py defines NAME twice ..." for the first name that two of its top-level defs
+    give (a helper of one's own called add, say: the later def serves every caller), or None."""
+    first = {}      # name -> the line of its first def
+    for number, line in enumerate(linecache.getlines(getattr(module, "__file__", "")), 1):
+        match = re.match(r"def (\w+)\(", line)
+        if not match:
+            continue
+        if match[1] in first:
+            return (f"model.py defines {match[1]} twice, at lines {first[match[1]]} and {number}: "
+                    f"the second serves every caller; give one of them another name")
+        first[match[1]] = number
+    return None
+
+
 OTHERWISE = {   # steps that round otherwise than the lesson's formula, as learners wrote them
     "layernorm_forward": "x * (1 / s) for x / s, a variance other than fsum((x - mean)²) / d",
     "layernorm_backward": "d_x's three terms added with - for one math.fsum, d_x as the full "
@@ -593,8 +619,9 @@ OTHERWISE = {   # steps that round otherwise than the lesson's formula, as learn
                           "one math.fsum, or softmax's backward written out within it",
     "forward": "a bias added within its dot product's math.fsum, for after it",
     "loss_and_dlogits": "top + log(total) - z added with + and -, or -log(e / total), for one "
-                        "math.fsum of top, log(total) and -z; the rows' losses added one by one "
-                        "for their mean; or a shift by another score than the row's maximum",
+                        "math.fsum of top, log(total) and -z; the rows' losses added one by one, "
+                        "or statistics.mean, for fsum(losses) / T; or a shift by another score "
+                        "than the row's maximum",
     "backward": "a token's rows of d_x0, or a linear step's terms, added one by one for one "
                 "math.fsum; or, with no model.py kept by tools/exercise.py to tell them apart, "
                 "a layer's backward that it calls"}

@@ -183,6 +183,8 @@ class ExactSumTests(unittest.TestCase):
                    # distance, and 2**116, 2**62, 2**62 and 2**10 make a trap for their mean
                    ([[0.0, -2.0 ** 116], [0.0, -2.0 ** 62], [0.0, -2.0 ** 62], [0.0, -2.0 ** 10]],
                     [1, 1, 1, 1]),
+                   # fsum(losses) / 3 is not the mean rounded once, as statistics.mean gives it
+                   ([[0.0, -2.0 ** 60], [0.0, -1145.0], [0.0, -1000.0]], [1, 1, 1]),
                    ([[-3000.0, -3001.0, -3002.0]], [0])]    # all far below 0, as for softmax
         for logits, targets in cases:
             losses, d_logits = [], []

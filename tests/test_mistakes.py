@@ -45,6 +45,7 @@ def module_of(source):
     module = types.ModuleType("model_with_a_mistake")
     name = f"model.py (a mistake planted, {hash(source)})"
     linecache.cache[name] = (len(source), None, source.splitlines(True), name)   # for steps
+    module.__file__ = name          # for diagnosis.defined_twice
     exec(compile(source, name, "exec"), module.__dict__)
     return module
 
@@ -126,6 +127,9 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
     ("softmax changed its input scores in place", "weights written over the scores",
      ("weights.append([e_j / total for e_j in e])",
       "row[:] = [e_j / total for e_j in e]\n        weights.append(row)")),
+    ("model.py defines add twice, at lines", "a helper of one's own called add",
+     ("def layernorm_forward(", "def add(u, v):\n    return [a + b for a, b in zip(u, v)]\n\n\n"
+                                "def layernorm_forward(")),
     ("model.py has no def sequence_loss", "sequence_loss renamed",
      ("def sequence_loss(", "def my_sequence_loss(")),
     ("softmax returned what its callers cannot use", "no return at the end",
@@ -218,6 +222,8 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
       "        e = [exp(z) for z in row]\n        total = fsum(e)\n        # -log")),
     ("backward step 3: the relu's gate", "the relu's gate left open",
      ("d_pre = [[d_j if z > 0.0 else", "d_pre = [[d_j if True else")),
+    ("backward step 3: the relu's gate: b1[0]", "the relu's gate open at 0",
+     ("d_pre = [[d_j if z > 0.0 else", "d_pre = [[d_j if z >= 0.0 else")),
     ("backward step 3's skip path", "the skip path around the MLP",
      ("d_x1 = add(d_x2, d_x1_mlp)", "d_x1 = d_x1_mlp")),
     ("backward step 3's skip path or LN2's call (d_x1 = d_x2 + LN2's d_x), or step 2's d_a",
