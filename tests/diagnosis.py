@@ -515,6 +515,8 @@ def check_backward(module):
     grads = module.backward(p, cache, module.loss_and_dlogits(logits, y)[1])
     if grads is without:
         return f"backward: {SAME_DICT}"
+    if p != tiny(module):
+        return "backward changed the parameters in place (grads = dict(p)?): make new lists"
 
     def loss():
         return module.sequence_loss(p, x, y)
