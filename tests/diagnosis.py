@@ -564,6 +564,10 @@ def first_wrong(module=model, names=None):
     nothing written is wrong, the first in the lesson's order; when none fails,
     rounded_otherwise(); and before a finding, an earlier function that passed its check but
     is off in its last bits (a hair off there can move a later function's numbers more)."""
+    try:
+        reference()
+    except bpe.FileProblem as problem:      # reference.json: no function's fault
+        return str(problem)
     twice = defined_twice(module)
     if twice:
         return twice
@@ -571,8 +575,6 @@ def first_wrong(module=model, names=None):
     for name in names or CHECKS:
         try:
             found = CHECKS[name](module)
-        except bpe.FileProblem as problem:      # reference.json: no function's fault
-            return str(problem)
         except NotImplementedError as error:    # a blank, or a check that meets one
             blanks.append((LESSON.index(name) if name in LESSON else -1, name, error))
             continue
@@ -622,8 +624,9 @@ OTHERWISE = {   # steps that round otherwise than the lesson's formula, as learn
     "forward": "a bias added within its dot product's math.fsum, for after it",
     "loss_and_dlogits": "top + log(total) - z added with + and -, or -log(e / total), for one "
                         "math.fsum of top, log(total) and -z; the rows' losses added one by one, "
-                        "or statistics.mean, for fsum(losses) / T; or a shift by another score "
-                        "than the row's maximum",
+                        "or statistics.mean, for fsum(losses) / T; d_logits as exp(z - top - "
+                        "log(total)) / T for e / (total · T); or a shift by another score than "
+                        "the row's maximum",
     "backward": "a token's rows of d_x0, or a linear step's terms, added one by one for one "
                 "math.fsum; or, with no model.py kept by tools/exercise.py to tell them apart, "
                 "a layer's backward that it calls"}
