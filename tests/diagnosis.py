@@ -498,7 +498,8 @@ def off_along(f, gradient, tensor, rng):
 
 def check_backward(module):
     """The small copy's gradients in backward order, each along a random direction, the
-    first off then entry by entry; where both embeddings' are off, step 2's skip path is."""
+    first off then entry by entry; where both embeddings' are off, step 2's skip path is.
+    Then the relu's gradient where pre is exactly 0, which central differences cannot judge."""
     p, x, y = tiny(module), BACKWARD_IDS[:-1], BACKWARD_IDS[1:]    # 7 of the 8 positions
     logits, cache = module.forward(p, x, use_positions=False)
     try:
@@ -563,7 +564,8 @@ def first_wrong(module=model, names=None):
     good inputs fails, with its message; one still blank (tools/exercise.py) only when
     nothing written is wrong, the first in the lesson's order; when none fails,
     rounded_otherwise(); and before a finding, an earlier function that passed its check but
-    is off in its last bits (a hair off there can move a later function's numbers more)."""
+    is off in its last bits (a hair off there can move a later function's numbers more).
+    A reference.json that cannot be used, then a def given twice, come before any check."""
     try:
         reference()
     except bpe.FileProblem as problem:      # reference.json: no function's fault

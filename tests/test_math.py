@@ -62,11 +62,12 @@ class ExactSumTests(unittest.TestCase):
                 raise
             names = [f.name for f in frames if f.name in LESSON]
             function = names[-1] if names else "model.py"
-            why = f"{function} raised {raised(error)}"
+            said = raised(error)
+            why = f"{function} raised {said}"
             overflow = isinstance(error, (OverflowError, ZeroDivisionError))    # exp, total 0
             if overflow or "math domain" in str(error):     # or log(0)
-                why = (f"{function} fails on scores far from 0, {raised(error)}: is each row of "
-                       f"scores shifted by its own maximum?")
+                why = (f"{function} fails on scores far from 0, {said}: is each row of scores "
+                       f"shifted by its own maximum?")
             raise self.failureException(why) from None
 
     def assert_rounded_once(self, function, got, want, where="out"):
