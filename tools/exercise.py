@@ -45,11 +45,12 @@ FORMULAS = {
                "x1 + MLP(LN2(x1)); 4. logits = LNF(x2) · W_out + b_out; the cache keeps a copy of "
                "ids, use_positions, x0, h1, x1, h2, pre, act, x2, hf, and the caches that "
                "LN1, attention, LN2 and LNF return as ln1, att, ln2, lnf",
-    "loss_and_dlogits": "each row's -log softmax(row)[target], taken as top + log(Σ exp(z - "
-                        "top)) - z[target], one math.fsum, top the row's maximum (exp cannot "
-                        "overflow, log never meets 0); the loss, their mean; d_logits = "
-                        "softmax / T - one-hot / T",
-    "backward": "forward's steps 4 to 1 walked back; a skip path adds the two gradients"}
+    "loss_and_dlogits": "each row's -log softmax(row)[target] = top + log(total) - z[target], "
+                        "one math.fsum of the three, top the row's maximum, total = Σ exp(z - "
+                        "top) (exp cannot overflow, log never meets 0); the loss, their mean; "
+                        "d_logits = softmax / T - one-hot / T",
+    "backward": "forward's steps 4 to 1 walked back; a skip path adds the two gradients; a "
+                "token at several positions gets its rows of d_x0 summed, one math.fsum"}
 
 
 def functions(source):
