@@ -484,7 +484,7 @@ class LearnerMistakes(unittest.TestCase):
         original, or a def renamed; the listing tells blank from written; --restore asks before
         it puts an original over a function written since, or over an edit elsewhere (but NAME
         in a model.py that does not parse is refused unasked), then model.py is back byte for
-        byte; after --restore NAME, a def written beside the function is pointed out."""
+        byte; after --restore NAME, a def written beside the function is said to differ still."""
         exercise = tool_module("exercise")
         with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
             model_py = Path(tmp, "model.py")
