@@ -416,4 +416,4 @@ def check_scores(scores):
         if not all(z < math.inf for z in row):      # nan or +inf: exp cannot weigh it
             raise ValueError(f"softmax: row {i} holds nan or +inf")
         if max(row) == -math.inf:
-            raise ValueError(f"softmax: row {i} is all -inf: the causal mask hid every position")
+            raise ValueError(f"softmax: row {i} is all -inf: every score masked, or overflowed")

@@ -394,7 +394,7 @@ class Refusals(unittest.TestCase):
             ("softmax: a score of +inf", lambda: model.softmax([[math.inf, 1.0]]), ValueError,
              r"row 0 holds nan or \+inf"),
             ("softmax: a row of -inf only", lambda: model.softmax([[0.0, 1.0], [-math.inf] * 2]),
-             ValueError, "row 1 is all -inf: the causal mask hid every position"),
+             ValueError, "row 1 is all -inf: every score masked, or overflowed"),
             ("matmul: 3 against 2 rows", lambda: model.matmul([[1.0] * 3], [[1.0, 0.0]] * 2),
              ValueError, r"b has shape \(2, 2\), but it must be \(k, m\) with k = 3, as in a"),
             ("transpose: ragged", lambda: model.transpose([[1.0, 2.0], [3.0]]), ValueError,
