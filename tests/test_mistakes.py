@@ -249,7 +249,7 @@ MISTAKES = [   # (its verdict's first words: the function, the step; the mistake
       ("return {name: grads[name] for name in PARAMETERS}", "return grads")]),
     ("backward changed the parameters in place", "the gradients written into p's own lists",
      [("    grads = {}\n", "    grads = dict(p)\n"),
-      ('    grads["tok_emb"] = [[0.0] * len(row) for row in p["tok_emb"]]\n', "")]),
+      ('    grads["tok_emb"] = [[0.0] * len(row) for row in p["tok_emb"]]     # (V, d)\n', "")]),
     ("backward step 1: pos_emb gets", "pos_emb's gradient without positions",
      ('if cache["use_positions"]:', "if True:")),
     ("backward step 3: the relu's gate (d_pre, where pre > 0), or the first layer: W1 has 32 "
