@@ -621,8 +621,9 @@ OTHERWISE = {   # steps that round otherwise than the lesson's formula, as learn
                "score than the row's maximum",
     "softmax_backward": "w · d_w - w · average, or the full Jacobian's Σ_k d_w_k · w_k · "
                         "(δ_kj - w_j), for w · (d_w - average); or terms left out of the average",
-    "attention_backward": "d_x's three parts added with + for one add(), all their products in "
-                          "one math.fsum, or softmax's backward written out within it",
+    "attention_backward": "d_x's three parts added two at a time (+, or add() twice) for one "
+                          "add(), all their products in one math.fsum, or softmax's backward "
+                          "written out within it",
     "forward": "a bias added within its dot product's math.fsum, for after it",
     "loss_and_dlogits": "top + log(total) - z added with + and -, or -log(e / total), for one "
                         "math.fsum of top, log(total) and -z; the rows' losses added one by one, "
