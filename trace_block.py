@@ -78,7 +78,7 @@ def load_tokenizer():
     """The lab's trained tokenizer, tokenizer.json beside this file."""
     try:
         tok = Tokenizer.load(TOKENIZER_FILE)
-    except ValueError as problem:       # damaged (a missing file: bpe.REMAKE's advice)
+    except ValueError as problem:       # damaged; a missing file is an OSError, for main()
         raise FileProblem(f"{problem}. Run: python3 bpe.py --write") from None
     hint = ": does python3 tools/make_corpus.py --check pass?"   # --check names the fix
     return check_sentences(tok, TOKENIZER_FILE.name, hint)
